@@ -1,0 +1,78 @@
+# k3 build. `make` leaves build/k3; `make test` builds and runs the suite.
+#
+#   make BUILD=dir        build into another folder (helpers / parallel work)
+#   make SAN=1            AddressSanitizer + UndefinedBehaviorSanitizer build
+#   make fuzz             libFuzzer targets (clang) into $(BUILD)/fuzz/
+#
+# Sources are found by wildcard: every src/**/*.c outside src/cli/ goes into
+# libk3.a, src/cli/*.c make the k3 executable, each tests/test_*.c is its own
+# test program and each fuzz/fuzz_*.c a fuzz target.
+
+BUILD ?= build
+CC ?= cc
+OPT ?= -O2
+
+PKG_CFLAGS := $(shell pkg-config --cflags jansson libpcre2-8 libmicrohttpd ompi-c 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs jansson libpcre2-8 libmicrohttpd ompi-c 2>/dev/null)
+
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
+               -fopenmp -Iinclude -Isrc $(PKG_CFLAGS) -MMD -MP
+ifeq ($(CI),true)
+CFLAGS_BASE += -Werror
+endif
+ifeq ($(SAN),1)
+OPT := -O1
+CFLAGS_BASE += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDSAN := -fsanitize=address,undefined
+endif
+CFLAGS ?= $(OPT) -g
+ALL_CFLAGS := $(CFLAGS_BASE) $(CFLAGS)
+LDLIBS := $(PKG_LIBS) -lm -lpthread -fopenmp $(LDSAN)
+
+LIB_SRC  := $(shell find src -name '*.c' -not -path 'src/cli/*' | sort)
+CLI_SRC  := $(sort $(wildcard src/cli/*.c))
+TEST_SRC := $(sort $(wildcard tests/test_*.c))
+FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
+
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/%)
+
+.PHONY: all test test-quick fuzz clean format
+all: $(BUILD)/k3 $(TEST_BIN)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/libk3.a: $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/k3: $(CLI_OBJ) $(BUILD)/libk3.a
+	$(CC) $(ALL_CFLAGS) $(CLI_OBJ) $(BUILD)/libk3.a $(LDLIBS) -o $@
+
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libk3.a tests/t.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $< $(BUILD)/libk3.a $(LDLIBS) -o $@
+
+# libFuzzer targets: clang, instrumented library sources compiled in.
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fopenmp -Iinclude -Isrc $(PKG_CFLAGS) \
+               -fsanitize=fuzzer,address,undefined
+$(BUILD)/fuzz/%: fuzz/%.c $(LIB_SRC)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) $< $(LIB_SRC) $(PKG_LIBS) -lm -lpthread -o $@
+fuzz: $(FUZZ_BIN)
+
+test: all
+	BUILD=$(BUILD) bash tests/run_all.sh
+
+clean:
+	rm -rf $(BUILD) build-asan
+
+format:
+	clang-format -i $$(find include src tests bench fuzz -name '*.[ch]')
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,71 @@
+/* k3.h — the public C API of k3, an inference engine for Kimi K3.
+ *
+ * Load a checkpoint directory (Hugging Face release layout, MLX-quantized or
+ * k3's own output), create sequences (each owns its KDA recurrent state and
+ * MLA latent cache), and push tokens through them to get logits:
+ *
+ *     k3_model *m = k3_model_load("Kimi-K3", NULL);
+ *     if (!m) { fprintf(stderr, "%s\n", k3_errmsg()); exit(1); }
+ *     k3_seq *s = k3_seq_new(m);
+ *     float *logits = malloc(sizeof(float) * k3_model_vocab(m));
+ *     k3_forward(s, prompt, n_prompt, logits, 0);    // prefill, last row only
+ *     k3_forward(s, &next, 1, logits, 0);            // decode one token
+ *     k3_seq_free(s); k3_model_free(m);
+ *
+ * Errors: functions return NULL or -1 and leave a message naming the file,
+ * tensor or field in k3_errmsg() (thread-local). */
+#ifndef K3_H
+#define K3_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct k3_model k3_model;
+typedef struct k3_seq k3_seq;
+
+typedef struct k3_load_opts {
+    int threads;  /* OpenMP threads; 0 = leave the OpenMP default */
+    int progress; /* 1: progress bar on stderr while mapping/validating */
+    int tp_rank;  /* tensor-parallel slice held by this process (0 of 1 = whole model) */
+    int tp_size;
+    int pp_rank; /* pipeline-parallel stage (0 of 1 = all layers) */
+    int pp_size;
+} k3_load_opts;
+
+/* Load a model directory. opts may be NULL (defaults). NULL + k3_errmsg() on error. */
+k3_model *k3_model_load(const char *dir, const k3_load_opts *opts);
+void k3_model_free(k3_model *m);
+
+int k3_model_vocab(const k3_model *m);
+/* End-of-turn token id from config.json (K3: 163586), -1 if none. */
+int k3_model_eos(const k3_model *m);
+int k3_model_bos(const k3_model *m);
+/* Bytes of weights mapped by this process, and bytes read per decoded token. */
+uint64_t k3_model_weight_bytes(const k3_model *m);
+uint64_t k3_model_active_bytes(const k3_model *m);
+
+k3_seq *k3_seq_new(k3_model *m);
+void k3_seq_free(k3_seq *s);
+/* Deep copy of a sequence's caches (prompt cache snapshots). */
+k3_seq *k3_seq_clone(const k3_seq *s);
+/* Forget every token (caches back to zero length / zero state). */
+void k3_seq_reset(k3_seq *s);
+/* Number of tokens the sequence has consumed. */
+int64_t k3_seq_len(const k3_seq *s);
+
+/* Feed n >= 1 tokens, appending them to the sequence's caches.
+ * logits: NULL (caches only), or with all=1 a [n, vocab] buffer for every
+ * position, with all=0 a [vocab] buffer for the last position.
+ * Returns 0, or -1 with k3_errmsg() (e.g. token id out of range). */
+int k3_forward(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, int all);
+
+const char *k3_errmsg(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,101 @@
+/* mem.c — allocation helpers, whole-file reads, RSS and clock (see mem.h). */
+#include "base/mem.h"
+#include "base/err.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void *k3_alloc(size_t bytes) {
+    void *p = NULL;
+    size_t n = (bytes + 63) & ~(size_t)63;
+    if (n == 0) n = 64;
+    if (posix_memalign(&p, 64, n) != 0) {
+        k3_seterr("out of memory allocating %zu bytes", bytes);
+        return NULL;
+    }
+    memset(p, 0, n);
+    return p;
+}
+
+void k3_free(void *p) { free(p); }
+
+static void oom(size_t n) { k3_die("out of memory (%zu bytes)", n); }
+
+void *k3_xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) oom(n);
+    return p;
+}
+
+void *k3_xcalloc(size_t n, size_t size) {
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) oom(n * size);
+    return p;
+}
+
+void *k3_xrealloc(void *p, size_t n) {
+    void *q = realloc(p, n ? n : 1);
+    if (!q) oom(n);
+    return q;
+}
+
+char *k3_xstrdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = k3_xmalloc(n);
+    memcpy(d, s, n);
+    return d;
+}
+
+char *k3_read_file(const char *path, size_t *len_out) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        k3_seterr("%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, len = 0;
+    char *buf = k3_xmalloc(cap);
+    for (;;) {
+        if (len + 1 >= cap) buf = k3_xrealloc(buf, cap *= 2);
+        size_t got = fread(buf + len, 1, cap - len - 1, f);
+        len += got;
+        if (got == 0) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        k3_seterr("%s: read error", path);
+        return NULL;
+    }
+    buf[len] = 0;
+    if (len_out) *len_out = len;
+    return buf;
+}
+
+static uint64_t status_kb(const char *key) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return 0;
+    char line[256];
+    uint64_t kb = 0;
+    size_t kl = strlen(key);
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, key, kl) == 0) {
+            kb = strtoull(line + kl, NULL, 10);
+            break;
+        }
+    }
+    fclose(f);
+    return kb * 1024;
+}
+
+uint64_t k3_peak_rss(void) { return status_kb("VmHWM:"); }
+uint64_t k3_current_rss(void) { return status_kb("VmRSS:"); }
+
+double k3_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}

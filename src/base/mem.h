@@ -1,0 +1,31 @@
+/* mem.h — allocation helpers, file reading and memory statistics.
+ *
+ * k3 keeps weights memory-mapped; these helpers are for activations, caches
+ * and small files. Allocation failure is reported through err.h, not abort(). */
+#ifndef K3_BASE_MEM_H
+#define K3_BASE_MEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* 64-byte aligned, zero-filled allocation; NULL + k3_seterr on failure. Free with k3_free. */
+void *k3_alloc(size_t bytes);
+void k3_free(void *p);
+/* malloc/realloc/strdup that die on out-of-memory (for small bookkeeping only). */
+void *k3_xmalloc(size_t n);
+void *k3_xcalloc(size_t n, size_t size);
+void *k3_xrealloc(void *p, size_t n);
+char *k3_xstrdup(const char *s);
+
+/* Read a whole file into a NUL-terminated buffer. Returns NULL + k3_seterr naming the path. */
+char *k3_read_file(const char *path, size_t *len_out);
+
+/* Peak resident set size of this process in bytes (VmHWM), 0 if unknown. */
+uint64_t k3_peak_rss(void);
+/* Current resident set size in bytes (VmRSS), 0 if unknown. */
+uint64_t k3_current_rss(void);
+
+/* Monotonic wall clock in seconds. */
+double k3_now(void);
+
+#endif

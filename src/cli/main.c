@@ -1,0 +1,42 @@
+/* main.c — the k3 command-line tool: dispatches to one subcommand. */
+#include "cli/cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *help;
+} command;
+
+static const command commands[] = {
+    {"generate", cmd_generate, "generate text from a prompt (default: built-in random model)"},
+    {"chat", cmd_chat, "interactive multi-turn chat in the terminal"},
+    {"serve", cmd_serve, "OpenAI-compatible HTTP server"},
+    {"logits", cmd_logits, "write float32 logits [T, vocab] for a token list"},
+    {"tokenize", cmd_tokenize, "text on stdin -> comma-separated token ids"},
+    {"detokenize", cmd_detokenize, "token ids on stdin -> text"},
+    {"render", cmd_render, "OpenAI chat request JSON on stdin -> prompt string"},
+    {"bench", cmd_bench, "prefill/decode tokens/s against the memory-bandwidth roofline"},
+    {"quantize", cmd_quantize, "write an MLX-layout quantized checkpoint"},
+    {"synth", cmd_synth, "write a random checkpoint in the release layout"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: k3 COMMAND [options]   (k3 COMMAND --help for details)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].help);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "k3: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# run_all.sh — runs the whole k3 test suite and prints "N passed, N failed".
+#
+# Phase 1 runs every test program (build/tests/test_*) and every shell test
+# (tests/sh/*.sh) against the normal build. Phase 2 rebuilds with
+# AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/) and runs them
+# again. Each test prints "PASS name" / "FAIL name" lines; a program that exits
+# non-zero without reporting a failure counts as one failure.
+#
+#   K3_NO_ASAN=1 tests/run_all.sh     skip the sanitizer phase (quick local runs)
+#   tests/run_all.sh PATTERN          only tests whose file name contains PATTERN
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+export K3_FIXTURES=${K3_FIXTURES:-$(cd .. && pwd)/shared/fixtures}
+PATTERN=${1:-}
+pass=0
+fail=0
+failed_names=()
+LOG_DIR=$BUILD/test-logs
+mkdir -p "$LOG_DIR"
+
+run_one() { # phase, name, command...
+    local phase=$1 name=$2
+    shift 2
+    local log="$LOG_DIR/${phase}-${name}.log"
+    local t0=$SECONDS
+    "$@" >"$log" 2>&1
+    local rc=$?
+    local p f
+    p=$(grep -c '^PASS ' "$log")
+    f=$(grep -c '^FAIL ' "$log")
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        f=1
+        echo "FAIL $name (exit $rc without a FAIL line)" >>"$log"
+    fi
+    if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
+        f=1
+        echo "FAIL $name (ran no test)" >>"$log"
+    fi
+    pass=$((pass + p))
+    fail=$((fail + f))
+    printf '[%s] %-32s %3d passed %3d failed  (%ds)\n' "$phase" "$name" "$p" "$f" $((SECONDS - t0))
+    if [ "$f" -ne 0 ]; then
+        failed_names+=("$phase/$name")
+        grep -E '^(FAIL|  )' "$log" | head -40 | sed 's/^/    /'
+        tail -5 "$log" | sed 's/^/    | /'
+    fi
+}
+
+run_phase() { # phase, build dir
+    local phase=$1 bdir=$2
+    export K3="$bdir/k3" K3_BUILD="$bdir"
+    for t in "$bdir"/tests/test_*; do
+        [ -x "$t" ] || continue
+        case "$t" in *.d | *.o) continue ;; esac
+        local n
+        n=$(basename "$t")
+        [ -n "$PATTERN" ] && [[ "$n" != *"$PATTERN"* ]] && continue
+        run_one "$phase" "$n" "$t"
+    done
+    for s in tests/sh/*.sh; do
+        [ -f "$s" ] || continue
+        local n
+        n=$(basename "$s" .sh)
+        [ -n "$PATTERN" ] && [[ "$n" != *"$PATTERN"* ]] && continue
+        run_one "$phase" "$n" bash "$s"
+    done
+}
+
+run_phase normal "$BUILD"
+
+if [ "${K3_NO_ASAN:-0}" != 1 ]; then
+    echo "building the AddressSanitizer + UBSan build (build-asan/)..."
+    if make -s -j"$(nproc)" SAN=1 BUILD=build-asan all >"$LOG_DIR/asan-build.log" 2>&1; then
+        export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_error=1}
+        export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+        export K3_SAN=1
+        run_phase asan build-asan
+    else
+        tail -20 "$LOG_DIR/asan-build.log"
+        fail=$((fail + 1))
+        failed_names+=("asan/build")
+    fi
+fi
+
+if [ ${#failed_names[@]} -gt 0 ]; then
+    echo "failed: ${failed_names[*]}"
+fi
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,62 @@
+/* test_base.c — base layer and scalar element types: errors, bf16/f16, E2M1/E8M0, wmat rows. */
+#include "t.h"
+
+#include "base/err.h"
+#include "base/mem.h"
+#include "quant/dtype.h"
+#include "quant/wmat.h"
+
+TEST(err_messages_compose) {
+    k3_seterr("tensor %s missing", "x");
+    k3_preferr("loading %s", "dir");
+    CHECK(!strcmp(k3_errmsg(), "loading dir: tensor x missing"), "got '%s'", k3_errmsg());
+}
+
+TEST(bf16_round_trip_and_rounding) {
+    CHECK(k3_bf16_to_f32(0x3f80) == 1.0f);
+    CHECK(k3_f32_to_bf16(1.0f) == 0x3f80);
+    /* 1 + 2^-8 is a tie between 1 and 1+2^-7: round to even (1.0) */
+    CHECK(k3_f32_to_bf16(1.00390625f) == 0x3f80, "%04x", k3_f32_to_bf16(1.00390625f));
+    CHECK(k3_f32_to_bf16(1.01171875f) == 0x3f82);
+    for (int i = 0; i < 65536; i++) {
+        float f = k3_bf16_to_f32((uint16_t)i);
+        if (f == f) CHECK(k3_f32_to_bf16(f) == (uint16_t)i, "bits %04x", i);
+    }
+}
+
+TEST(f16_round_trip_all_codes) {
+    for (int i = 0; i < 65536; i++) {
+        float f = k3_f16_to_f32((uint16_t)i);
+        if (f == f) CHECK(k3_f32_to_f16(f) == (uint16_t)i, "bits %04x -> %g", i, f);
+    }
+    CHECK(k3_f16_to_f32(0x3c00) == 1.0f);
+    CHECK(k3_f16_to_f32(0x0001) == ldexpf(1.0f, -24));
+}
+
+TEST(mxfp4_table_and_scales) {
+    CHECK(k3_e2m1_table[7] == 6.0f && k3_e2m1_table[15] == -6.0f);
+    CHECK(k3_e2m1_table[8] == 0.0f && signbit(k3_e2m1_table[8]), "code 8 is -0");
+    CHECK(k3_e8m0_to_f32(127) == 1.0f);
+    CHECK(k3_e8m0_to_f32(0) == ldexpf(1.0f, -127));
+    CHECK(k3_e8m0_to_f32(254) == ldexpf(1.0f, 127));
+    CHECK(isnan(k3_e8m0_to_f32(255)));
+}
+
+TEST(mxfp4_row_low_nibble_first) {
+    uint8_t packed[16] = {0}, scale[1] = {128}; /* scale 2 */
+    packed[0] = 0x72;                            /* col0 code 2 (1.0), col1 code 7 (6.0) */
+    k3_wmat W = {.fmt = K3_W_MXFP4, .rows = 1, .cols = 32, .data = packed, .row_stride = 16,
+                 .scales = scale, .scale_stride = 1, .bits = 4, .group = 32};
+    float out[32];
+    k3_wmat_row(&W, 0, 0, 32, out);
+    CHECK(out[0] == 2.0f && out[1] == 12.0f && out[2] == 0.0f, "%g %g %g", out[0], out[1], out[2]);
+}
+
+int main(void) {
+    RUN(err_messages_compose);
+    RUN(bf16_round_trip_and_rounding);
+    RUN(f16_round_trip_all_codes);
+    RUN(mxfp4_table_and_scales);
+    RUN(mxfp4_row_low_nibble_first);
+    return t_done();
+}
