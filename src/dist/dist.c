@@ -1,0 +1,180 @@
+/* dist.c — MPI process group, counting communication wrappers (see dist.h). */
+#include "dist/dist.h"
+
+#include <limits.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+
+static int g_inited; /* we called MPI_Init */
+static int g_rank, g_size = 1;
+static k3_dist_counters g_stats;
+static char g_tag[48];
+
+/* MPI counts are int: move big buffers in pieces of at most this many elements. */
+#define CHUNK ((size_t)INT_MAX / 8)
+
+int k3_dist_launched(void) {
+    static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) return 1;
+    }
+    return 0;
+}
+
+static int mpi_fail(int rc, const char *what) {
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    return k3_seterr("%s: MPI error: %.*s", what, len, msg);
+}
+
+int k3_dist_init(void) {
+    if (g_inited || !k3_dist_launched()) return 0;
+    int already = 0;
+    MPI_Initialized(&already);
+    if (!already) {
+        /* SERIALIZED: the HTTP server may run the forward pass on a worker thread,
+         * but never two MPI calls at once. */
+        int provided = 0;
+        int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided);
+        if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Init_thread");
+        g_inited = 1;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+    if (g_size > 1) snprintf(g_tag, sizeof g_tag, "[rank %d/%d] ", g_rank, g_size);
+    return 0;
+}
+
+void k3_dist_finalize(void) {
+    const char *s = getenv("K3_DIST_STATS");
+    if (s && *s && strcmp(s, "0")) {
+        k3_dist_counters c = k3_dist_stats();
+        fprintf(stderr,
+                "k3 %scomm: %llu all-reduce calls, %llu all-reduce bytes, %llu p2p calls, "
+                "%llu p2p bytes\n",
+                g_tag, (unsigned long long)c.allreduce_calls, (unsigned long long)c.allreduce_bytes,
+                (unsigned long long)c.p2p_calls, (unsigned long long)c.p2p_bytes);
+    }
+    if (!g_inited) return;
+    g_inited = 0;
+    MPI_Finalize();
+}
+
+int k3_dist_rank(void) {
+    return g_rank;
+}
+int k3_dist_size(void) {
+    return g_size;
+}
+const char *k3_dist_tag(void) {
+    return g_tag;
+}
+
+k3_dist_counters k3_dist_stats(void) {
+    return g_stats;
+}
+void k3_dist_reset_stats(void) {
+    memset(&g_stats, 0, sizeof g_stats);
+}
+
+int k3_dist_allreduce_sum(float *buf, size_t n) {
+    g_stats.allreduce_calls++;
+    g_stats.allreduce_bytes += (uint64_t)n * sizeof(float);
+    if (g_size == 1) return 0;
+    for (size_t off = 0; off < n; off += CHUNK) {
+        int cnt = (int)(n - off < CHUNK ? n - off : CHUNK);
+        int rc = MPI_Allreduce(MPI_IN_PLACE, buf + off, cnt, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        if (rc != MPI_SUCCESS) return mpi_fail(rc, "all-reduce");
+    }
+    return 0;
+}
+
+static int check_peer(int peer, const char *what) {
+    if (peer < 0 || peer >= g_size || peer == g_rank)
+        return k3_seterr("%s: peer rank %d invalid (this is rank %d of %d)", what, peer, g_rank,
+                         g_size);
+    return 0;
+}
+
+int k3_dist_send(int peer, const float *buf, size_t n) {
+    if (check_peer(peer, "send")) return -1;
+    g_stats.p2p_calls++;
+    g_stats.p2p_bytes += (uint64_t)n * sizeof(float);
+    for (size_t off = 0; off < n; off += CHUNK) {
+        int cnt = (int)(n - off < CHUNK ? n - off : CHUNK);
+        int rc = MPI_Send(buf + off, cnt, MPI_FLOAT, peer, 0, MPI_COMM_WORLD);
+        if (rc != MPI_SUCCESS) return mpi_fail(rc, "send");
+    }
+    return 0;
+}
+
+int k3_dist_recv(int peer, float *buf, size_t n) {
+    if (check_peer(peer, "recv")) return -1;
+    g_stats.p2p_calls++;
+    g_stats.p2p_bytes += (uint64_t)n * sizeof(float);
+    for (size_t off = 0; off < n; off += CHUNK) {
+        int cnt = (int)(n - off < CHUNK ? n - off : CHUNK), got = 0;
+        MPI_Status st;
+        int rc = MPI_Recv(buf + off, cnt, MPI_FLOAT, peer, 0, MPI_COMM_WORLD, &st);
+        if (rc != MPI_SUCCESS) return mpi_fail(rc, "recv");
+        MPI_Get_count(&st, MPI_FLOAT, &got);
+        if (got != cnt)
+            return k3_seterr("recv from rank %d: got %d floats, expected %d", peer, got, cnt);
+    }
+    return 0;
+}
+
+int k3_dist_bcast(void *buf, size_t bytes, int root) {
+    if (g_size == 1) return 0;
+    char *p = buf;
+    for (size_t off = 0; off < bytes; off += CHUNK) {
+        int cnt = (int)(bytes - off < CHUNK ? bytes - off : CHUNK);
+        int rc = MPI_Bcast(p + off, cnt, MPI_BYTE, root, MPI_COMM_WORLD);
+        if (rc != MPI_SUCCESS) return mpi_fail(rc, "broadcast");
+    }
+    return 0;
+}
+
+void k3_dist_barrier(void) {
+    if (g_size > 1) MPI_Barrier(MPI_COMM_WORLD);
+}
+
+int k3_dist_all_ok(int ok) {
+    if (g_size == 1) return ok ? 0 : -1;
+    /* The lowest failing rank (or g_size if none) becomes the speaker. */
+    int mine = ok ? g_size : g_rank, first = g_size;
+    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (first == g_size) return 0;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", first == g_rank ? k3_errmsg() : "");
+    MPI_Bcast(msg, sizeof msg, MPI_CHAR, first, MPI_COMM_WORLD);
+    msg[sizeof msg - 1] = 0;
+    return k3_seterr("rank %d: %s", first, msg);
+}
+
+/* ---- the world group as a k3_comm ---- */
+
+static int comm_allreduce(void *ctx, float *buf, size_t n) {
+    (void)ctx;
+    return k3_dist_allreduce_sum(buf, n);
+}
+static int comm_send(void *ctx, int peer, const float *buf, size_t n) {
+    (void)ctx;
+    return k3_dist_send(peer, buf, n);
+}
+static int comm_recv(void *ctx, int peer, float *buf, size_t n) {
+    (void)ctx;
+    return k3_dist_recv(peer, buf, n);
+}
+
+const k3_comm *k3_dist_comm(void) {
+    static k3_comm c;
+    c = (k3_comm){NULL, g_rank, g_size, comm_allreduce, comm_send, comm_recv};
+    return &c;
+}
