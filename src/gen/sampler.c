@@ -1,0 +1,234 @@
+/* sampler.c — repetition penalty, greedy, top-k, top-p, min-p, temperature
+ * (see sampler.h for the order and the determinism rules). */
+#include "gen/sampler.h"
+
+#include "base/err.h"
+#include "base/mem.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Tempered log-probability below which a token is dropped before sorting. */
+#define PRUNE_LOG -40.0
+
+typedef struct {
+    int32_t id;
+    float logit;
+} cand;
+
+struct k3_sampler {
+    k3_sampler_params p;
+    int vocab;
+    uint64_t rng[4];
+    int32_t *ring; /* last rep_context accepted tokens */
+    int ring_n, ring_pos;
+    float *pen;      /* logits after the repetition penalty */
+    uint32_t *stamp; /* per-id marker so each distinct token is penalised once */
+    uint32_t stamp_now;
+    cand *c;
+    double *w;
+};
+
+k3_sampler_params k3_sampler_defaults(void) {
+    k3_sampler_params p = {0};
+    p.temp = 0.0f;
+    p.top_p = 1.0f;
+    p.rep_penalty = 1.0f;
+    p.rep_context = 20;
+    return p;
+}
+
+int k3_sampler_check(const k3_sampler_params *p) {
+    if (!(p->temp >= 0) || !isfinite(p->temp))
+        return k3_seterr("--temp must be a finite number >= 0 (got %g)", p->temp);
+    if (p->top_k < 0) return k3_seterr("--top-k must be >= 0 (got %d)", p->top_k);
+    if (!(p->top_p > 0 && p->top_p <= 1))
+        return k3_seterr("--top-p must be in (0, 1] (got %g)", p->top_p);
+    if (!(p->min_p >= 0 && p->min_p <= 1))
+        return k3_seterr("--min-p must be in [0, 1] (got %g)", p->min_p);
+    if (!(p->rep_penalty > 0) || !isfinite(p->rep_penalty))
+        return k3_seterr("--repetition-penalty must be > 0 (got %g)", p->rep_penalty);
+    if (p->rep_context < 0)
+        return k3_seterr("--repetition-context-size must be >= 0 (got %d)", p->rep_context);
+    return 0;
+}
+
+/* ---- xoshiro256** seeded through splitmix64 ---- */
+
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t rotl(uint64_t x, int k) {
+    return (x << k) | (x >> (64 - k));
+}
+
+uint64_t k3_sampler_next_u64(k3_sampler *s) {
+    uint64_t *r = s->rng, out = rotl(r[1] * 5, 7) * 9, t = r[1] << 17;
+    r[2] ^= r[0];
+    r[3] ^= r[1];
+    r[1] ^= r[2];
+    r[0] ^= r[3];
+    r[2] ^= t;
+    r[3] = rotl(r[3], 45);
+    return out;
+}
+
+static double next_unit(k3_sampler *s) {
+    return (double)(k3_sampler_next_u64(s) >> 11) * 0x1p-53;
+}
+
+static void seed_rng(k3_sampler *s) {
+    uint64_t x = s->p.seed;
+    for (int i = 0; i < 4; i++) s->rng[i] = splitmix64(&x);
+}
+
+k3_sampler *k3_sampler_new(const k3_sampler_params *p, int vocab) {
+    if (k3_sampler_check(p)) return NULL;
+    if (vocab <= 0) {
+        k3_seterr("sampler: vocabulary size %d", vocab);
+        return NULL;
+    }
+    k3_sampler *s = k3_xcalloc(1, sizeof *s);
+    s->p = *p;
+    s->vocab = vocab;
+    s->ring = k3_xcalloc(p->rep_context ? (size_t)p->rep_context : 1, sizeof *s->ring);
+    s->pen = k3_xmalloc((size_t)vocab * sizeof *s->pen);
+    s->stamp = k3_xcalloc((size_t)vocab, sizeof *s->stamp);
+    s->c = k3_xmalloc((size_t)vocab * sizeof *s->c);
+    s->w = k3_xmalloc((size_t)vocab * sizeof *s->w);
+    seed_rng(s);
+    return s;
+}
+
+void k3_sampler_free(k3_sampler *s) {
+    if (!s) return;
+    free(s->ring);
+    free(s->pen);
+    free(s->stamp);
+    free(s->c);
+    free(s->w);
+    free(s);
+}
+
+void k3_sampler_reset(k3_sampler *s) {
+    s->ring_n = s->ring_pos = 0;
+    seed_rng(s);
+}
+
+void k3_sampler_accept(k3_sampler *s, int32_t id) {
+    if (s->p.rep_context <= 0) return;
+    s->ring[s->ring_pos] = id;
+    s->ring_pos = (s->ring_pos + 1) % s->p.rep_context;
+    if (s->ring_n < s->p.rep_context) s->ring_n++;
+}
+
+/* s->pen = logits with the repetition penalty applied (NaN becomes -inf). */
+static void apply_penalty(k3_sampler *s, const float *logits) {
+    for (int i = 0; i < s->vocab; i++) s->pen[i] = isnan(logits[i]) ? -INFINITY : logits[i];
+    if (s->p.rep_penalty == 1.0f || !s->ring_n) return;
+    if (++s->stamp_now == 0) { /* wrapped: clear the markers */
+        memset(s->stamp, 0, (size_t)s->vocab * sizeof *s->stamp);
+        s->stamp_now = 1;
+    }
+    for (int i = 0; i < s->ring_n; i++) {
+        int32_t id = s->ring[i];
+        if (id < 0 || id >= s->vocab || s->stamp[id] == s->stamp_now) continue;
+        s->stamp[id] = s->stamp_now;
+        float l = s->pen[id];
+        s->pen[id] = l > 0 ? l / s->p.rep_penalty : l * s->p.rep_penalty;
+    }
+}
+
+static int32_t argmax(const float *x, int n) {
+    int32_t best = -1;
+    for (int i = 0; i < n; i++)
+        if (x[i] > -INFINITY && (best < 0 || x[i] > x[best])) best = i;
+    return best;
+}
+
+static int cand_cmp(const void *a, const void *b) {
+    const cand *x = a, *y = b;
+    if (x->logit != y->logit) return x->logit > y->logit ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Candidates sorted by logit (desc), pruned at PRUNE_LOG after temperature. */
+static int collect_sorted(k3_sampler *s, float best) {
+    double scale = s->p.temp > 1 ? s->p.temp : 1.0;
+    double floor_l = best + PRUNE_LOG * scale;
+    int n = 0;
+    for (int i = 0; i < s->vocab; i++)
+        if (s->pen[i] > -INFINITY && s->pen[i] >= floor_l) s->c[n++] = (cand){i, s->pen[i]};
+    qsort(s->c, (size_t)n, sizeof *s->c, cand_cmp);
+    return n;
+}
+
+/* Number of candidates kept by top-p (probabilities over c[0..n), untempered). */
+static int keep_top_p(k3_sampler *s, int n) {
+    double sum = 0, cum = 0;
+    for (int i = 0; i < n; i++) sum += (s->w[i] = exp((double)s->c[i].logit - s->c[0].logit));
+    for (int i = 0; i < n; i++) {
+        cum += s->w[i];
+        if (cum >= s->p.top_p * sum) return i + 1;
+    }
+    return n;
+}
+
+static int keep_min_p(k3_sampler *s, int n) {
+    double cut = log((double)s->p.min_p);
+    int k = 1;
+    while (k < n && (double)s->c[k].logit - s->c[0].logit >= cut) k++;
+    return k;
+}
+
+/* Filters 3-5, then the tempered weights in s->w[0..n). Returns n (0: no finite logit). */
+static int filtered_weights(k3_sampler *s, double *sum) {
+    int32_t b = argmax(s->pen, s->vocab);
+    if (b < 0) return 0;
+    int n = collect_sorted(s, s->pen[b]);
+    if (s->p.top_k > 0 && n > s->p.top_k) n = s->p.top_k;
+    if (s->p.top_p < 1.0f) n = keep_top_p(s, n);
+    if (s->p.min_p > 0.0f) n = keep_min_p(s, n);
+    *sum = 0;
+    for (int i = 0; i < n; i++)
+        *sum += (s->w[i] = exp(((double)s->c[i].logit - s->c[0].logit) / s->p.temp));
+    return n;
+}
+
+int32_t k3_sampler_sample(k3_sampler *s, const float *logits) {
+    apply_penalty(s, logits);
+    if (s->p.temp <= 0) {
+        int32_t b = argmax(s->pen, s->vocab);
+        if (b < 0) k3_seterr("sampler: every logit is NaN or -inf");
+        return b;
+    }
+    double sum;
+    int n = filtered_weights(s, &sum);
+    if (!n) return k3_seterr("sampler: every logit is NaN or -inf");
+    double u = next_unit(s) * sum, cum = 0;
+    for (int i = 0; i < n; i++) {
+        cum += s->w[i];
+        if (u < cum) return s->c[i].id;
+    }
+    return s->c[n - 1].id; /* u rounded up to sum */
+}
+
+int k3_sampler_probs(k3_sampler *s, const float *logits, double *probs) {
+    memset(probs, 0, (size_t)s->vocab * sizeof *probs);
+    apply_penalty(s, logits);
+    if (s->p.temp <= 0) {
+        int32_t b = argmax(s->pen, s->vocab);
+        if (b < 0) return 0;
+        probs[b] = 1;
+        return 1;
+    }
+    double sum;
+    int n = filtered_weights(s, &sum);
+    for (int i = 0; i < n; i++) probs[s->c[i].id] = s->w[i] / sum;
+    return n;
+}
