@@ -1,10 +1,32 @@
 /* matmul.c — kernel dispatch for k3_matvec / k3_matmul.
  *
- * Until per-format fast kernels exist, every format uses the scalar reference. */
+ * AVX2 kernels when the CPU has them and the format/shape is supported (see
+ * avx2.h), otherwise the scalar reference. K3_KERNELS=ref or
+ * k3_kernels_set_mode(K3_KERNELS_REF) forces the reference (tests, debugging). */
 #include "kernels/matmul.h"
+#include "kernels/avx2.h"
+#include "kernels/cpu.h"
 
-void k3_matvec(const k3_wmat *W, const float *x, float *y) { k3_matvec_ref(W, x, y); }
+static int use_avx2(const k3_wmat *W) {
+    return k3_kernels_active() == K3_KERNELS_AVX2 && k3_avx2_supports(W);
+}
+
+void k3_matvec(const k3_wmat *W, const float *x, float *y) {
+    if (W->rows <= 0) return;
+    if (use_avx2(W))
+        k3_matvec_avx2(W, x, y);
+    else
+        k3_matvec_ref(W, x, y);
+}
 
 void k3_matmul(const k3_wmat *W, const float *X, int64_t T, float *Y) {
-    k3_matmul_ref(W, X, T, Y);
+    if (W->rows <= 0 || T <= 0) return;
+    if (!use_avx2(W)) {
+        k3_matmul_ref(W, X, T, Y);
+        return;
+    }
+    if (T == 1)
+        k3_matvec_avx2(W, X, Y);
+    else
+        k3_matmul_avx2(W, X, T, Y);
 }

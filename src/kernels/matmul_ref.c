@@ -23,4 +23,6 @@ void k3_matmul_ref(const k3_wmat *W, const float *X, int64_t T, float *Y) {
     }
 }
 
-void k3_matvec_ref(const k3_wmat *W, const float *x, float *y) { k3_matmul_ref(W, x, 1, y); }
+void k3_matvec_ref(const k3_wmat *W, const float *x, float *y) {
+    k3_matmul_ref(W, x, 1, y);
+}

@@ -1,0 +1,23 @@
+/* avx2.h — the AVX2+FMA kernels behind k3_matvec / k3_matmul (internal to src/kernels).
+ *
+ * Call only when k3_cpu_has_avx2() and k3_avx2_supports(W). Both split rows
+ * over OpenMP threads; every output element is computed by the same
+ * instruction sequence whatever the thread count, so threaded results are
+ * bitwise identical to single-threaded ones. */
+#ifndef K3_KERNELS_AVX2_H
+#define K3_KERNELS_AVX2_H
+
+#include "quant/wmat.h"
+
+/* 1 if the AVX2 kernels handle W's format and shape (quantized formats need
+ * cols to be a multiple of the group size). */
+int k3_avx2_supports(const k3_wmat *W);
+
+void k3_matvec_avx2(const k3_wmat *W, const float *x, float *y);
+void k3_matmul_avx2(const k3_wmat *W, const float *X, int64_t T, float *Y);
+
+/* Dequantize the whole of row r into out[0..kp) (kp = cols rounded up to 8;
+ * the padding is zero). Used by the matmul panels. */
+void k3_avx2_decode_row(const k3_wmat *W, int64_t r, float *out);
+
+#endif

@@ -1,0 +1,46 @@
+/* cpu.c — run-time choice between the scalar reference and the AVX2 kernels (see cpu.h). */
+#include "kernels/cpu.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static k3_kernels_mode forced = K3_KERNELS_AUTO;
+static int resolved = -1; /* cached k3_kernels_active() result, -1 = not yet */
+
+int k3_cpu_has_avx2(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           __builtin_cpu_supports("f16c");
+#else
+    return 0;
+#endif
+}
+
+void k3_kernels_set_mode(k3_kernels_mode m) {
+    forced = m;
+    resolved = -1;
+}
+
+static k3_kernels_mode resolve(void) {
+    k3_kernels_mode want = forced;
+    if (want == K3_KERNELS_AUTO) {
+        const char *e = getenv("K3_KERNELS");
+        if (e && !strcmp(e, "ref")) want = K3_KERNELS_REF;
+    }
+    if (want == K3_KERNELS_REF) return K3_KERNELS_REF;
+    return k3_cpu_has_avx2() ? K3_KERNELS_AVX2 : K3_KERNELS_REF;
+}
+
+k3_kernels_mode k3_kernels_active(void) {
+    int r = resolved;
+    if (r < 0) {
+        r = (int)resolve();
+        resolved = r; /* benign race: every thread computes the same value */
+    }
+    return (k3_kernels_mode)r;
+}
+
+const char *k3_kernels_name(void) {
+    return k3_kernels_active() == K3_KERNELS_AVX2 ? "avx2" : "ref";
+}

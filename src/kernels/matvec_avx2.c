@@ -1,0 +1,202 @@
+/* matvec_avx2.c — AVX2+FMA matrix-vector products (decode: one token), every format.
+ *
+ * Decode is memory-bound, so each weight is decoded in registers and used at
+ * once; nothing is written back. Affine rows accumulate sum(q*x) per group and
+ * apply the scale once per group, with the bias term b*sum(x over the group)
+ * from per-group sums of x computed once per call. Rows are split over
+ * OpenMP threads; each row's result does not depend on the split. */
+#include "kernels/avx2.h"
+#include "kernels/avx2_decode.h"
+#include "kernels/scratch.h"
+#include "quant/dtype.h"
+
+#include <omp.h>
+
+/* Serial below this many weights: a parallel region costs more than it saves. */
+#define K3_PAR_MIN_WEIGHTS 32768
+
+int k3_avx2_supports(const k3_wmat *W) {
+    switch (W->fmt) {
+    case K3_W_F32:
+    case K3_W_F16:
+    case K3_W_BF16:
+        return 1;
+    case K3_W_MXFP4:
+        return W->group == 32 && W->cols % 32 == 0;
+    case K3_W_AFFINE:
+        if (W->group != 32 && W->group != 64 && W->group != 128) return 0;
+        if (W->bits < 2 || W->bits > 8 || W->bits == 7) return 0;
+        if (W->scale_fmt != K3_W_BF16 && W->scale_fmt != K3_W_F16 && W->scale_fmt != K3_W_F32)
+            return 0;
+        return W->cols % W->group == 0;
+    }
+    return 0;
+}
+
+/* Scalar element i of an f32/f16/bf16 array (tails and affine scales). */
+static inline float elt_at(k3_wfmt fmt, const uint8_t *p, int64_t i) {
+    uint16_t h;
+    float f;
+    switch (fmt) {
+    case K3_W_F32:
+        memcpy(&f, p + 4 * i, 4);
+        return f;
+    case K3_W_F16:
+        memcpy(&h, p + 2 * i, 2);
+        return k3_f16_to_f32(h);
+    default:
+        memcpy(&h, p + 2 * i, 2);
+        return k3_bf16_to_f32(h);
+    }
+}
+
+/* Dot product of one f32/f16/bf16 row with x; FMT is a constant after inlining. */
+K3_AVX2_INLINE float dot_float_row(k3_wfmt fmt, const uint8_t *row, const float *x, int64_t K) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t c = 0;
+#define DEC(cc)                                                                                    \
+    (fmt == K3_W_F32   ? k3_dec8_f32(row, cc)                                                      \
+     : fmt == K3_W_F16 ? k3_dec8_f16(row, cc)                                                      \
+                       : k3_dec8_bf16(row, cc))
+    for (; c + 32 <= K; c += 32) {
+        a0 = _mm256_fmadd_ps(DEC(c), _mm256_loadu_ps(x + c), a0);
+        a1 = _mm256_fmadd_ps(DEC(c + 8), _mm256_loadu_ps(x + c + 8), a1);
+        a2 = _mm256_fmadd_ps(DEC(c + 16), _mm256_loadu_ps(x + c + 16), a2);
+        a3 = _mm256_fmadd_ps(DEC(c + 24), _mm256_loadu_ps(x + c + 24), a3);
+    }
+    for (; c + 8 <= K; c += 8) a0 = _mm256_fmadd_ps(DEC(c), _mm256_loadu_ps(x + c), a0);
+#undef DEC
+    float s = k3_hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    for (; c < K; c++) s += elt_at(fmt, row, c) * x[c];
+    return s;
+}
+
+K3_AVX2 static void matvec_float(const k3_wmat *W, const float *x, float *y) {
+    const int64_t R = W->rows, K = W->cols;
+    const k3_wfmt fmt = W->fmt;
+#pragma omp parallel for schedule(static) if (R * K >= K3_PAR_MIN_WEIGHTS)
+    for (int64_t r = 0; r < R; r++) {
+        const uint8_t *row = W->data + (size_t)r * W->row_stride;
+        if (fmt == K3_W_F32)
+            y[r] = dot_float_row(K3_W_F32, row, x, K);
+        else if (fmt == K3_W_F16)
+            y[r] = dot_float_row(K3_W_F16, row, x, K);
+        else
+            y[r] = dot_float_row(K3_W_BF16, row, x, K);
+    }
+}
+
+/* One affine row: sum_g s_g * sum_{c in g} q_c x_c + b_g * xsum_g. */
+K3_AVX2_INLINE float dot_affine_row(const k3_wmat *W, int64_t r, const float *x, const float *xsum,
+                                    int bits, int G) {
+    const uint8_t *row = W->data + (size_t)r * W->row_stride;
+    const uint8_t *sc = W->scales + (size_t)r * W->scale_stride;
+    const uint8_t *bi = W->biases + (size_t)r * W->bias_stride;
+    const int64_t ng = W->cols / G;
+    __m256 yv = _mm256_setzero_ps();
+    float bsum = 0.0f;
+    for (int64_t g = 0; g < ng; g++) {
+        const int64_t c0 = g * G;
+        __m256 q0 = _mm256_setzero_ps(), q1 = q0;
+        for (int j = 0; j < G; j += 16) {
+            q0 = _mm256_fmadd_ps(k3_dec8_codes(row, c0 + j, bits), _mm256_loadu_ps(x + c0 + j), q0);
+            q1 = _mm256_fmadd_ps(k3_dec8_codes(row, c0 + j + 8, bits),
+                                 _mm256_loadu_ps(x + c0 + j + 8), q1);
+        }
+        yv =
+            _mm256_fmadd_ps(_mm256_add_ps(q0, q1), _mm256_set1_ps(elt_at(W->scale_fmt, sc, g)), yv);
+        bsum += elt_at(W->scale_fmt, bi, g) * xsum[g];
+    }
+    return k3_hsum256(yv) + bsum;
+}
+
+/* Per-group sums of x, needed for the bias term of every affine row. */
+K3_AVX2 static void group_sums(const float *x, int64_t K, int G, float *xsum) {
+    for (int64_t g = 0; g < K / G; g++) {
+        __m256 a = _mm256_setzero_ps();
+        for (int j = 0; j < G; j += 8) a = _mm256_add_ps(a, _mm256_loadu_ps(x + g * G + j));
+        xsum[g] = k3_hsum256(a);
+    }
+}
+
+/* The affine loop with `bits` and `group` as constants, one copy per pair. */
+#define AFFINE_MATVEC(B, G)                                                                        \
+    K3_AVX2 static void matvec_affine_##B##_##G(const k3_wmat *W, const float *x,                  \
+                                                const float *xsum, float *y) {                     \
+        const int64_t R = W->rows;                                                                 \
+        _Pragma("omp parallel for schedule(static) if (R * W->cols >= K3_PAR_MIN_WEIGHTS)") for (  \
+            int64_t r = 0; r < R; r++) y[r] = dot_affine_row(W, r, x, xsum, B, G);                 \
+    }
+#define AFFINE_BITS(B) AFFINE_MATVEC(B, 32) AFFINE_MATVEC(B, 64) AFFINE_MATVEC(B, 128)
+AFFINE_BITS(2)
+AFFINE_BITS(3)
+AFFINE_BITS(4)
+AFFINE_BITS(5)
+AFFINE_BITS(6)
+AFFINE_BITS(8)
+
+typedef void (*affine_fn)(const k3_wmat *, const float *, const float *, float *);
+
+static affine_fn affine_kernel(int bits, int group) {
+#define PICK(B)                                                                                    \
+    case B:                                                                                        \
+        return group == 32   ? matvec_affine_##B##_32                                              \
+               : group == 64 ? matvec_affine_##B##_64                                              \
+                             : matvec_affine_##B##_128;
+    switch (bits) {
+        PICK(2)
+        PICK(3)
+        PICK(4)
+        PICK(5)
+        PICK(6)
+        PICK(8)
+    }
+#undef PICK
+    return NULL;
+}
+
+static void matvec_affine(const k3_wmat *W, const float *x, float *y) {
+    float *xsum = k3_scratch(K3_SCRATCH_XSUM, sizeof(float) * (size_t)(W->cols / W->group + 1));
+    group_sums(x, W->cols, W->group, xsum);
+    affine_kernel(W->bits, W->group)(W, x, xsum, y);
+}
+
+/* One MXFP4 row: per group of 32, half-scale * sum(2*E2M1 * x). */
+K3_AVX2_INLINE float dot_mxfp4_row(const k3_wmat *W, int64_t r, const float *x) {
+    const uint8_t *row = W->data + (size_t)r * W->row_stride;
+    const uint8_t *sc = W->scales + (size_t)r * W->scale_stride;
+    __m256 yv = _mm256_setzero_ps();
+    for (int64_t g = 0; g < W->cols / 32; g++) {
+        __m256 w[4];
+        const float *xg = x + g * 32;
+        k3_dec32_mxfp4(row + g * 16, w);
+        __m256 a = _mm256_mul_ps(w[0], _mm256_loadu_ps(xg));
+        __m256 b = _mm256_mul_ps(w[1], _mm256_loadu_ps(xg + 8));
+        a = _mm256_fmadd_ps(w[2], _mm256_loadu_ps(xg + 16), a);
+        b = _mm256_fmadd_ps(w[3], _mm256_loadu_ps(xg + 24), b);
+        yv = _mm256_fmadd_ps(_mm256_add_ps(a, b), _mm256_set1_ps(k3_mxfp4_half_scale(sc[g])), yv);
+    }
+    return k3_hsum256(yv);
+}
+
+K3_AVX2 static void matvec_mxfp4(const k3_wmat *W, const float *x, float *y) {
+    const int64_t R = W->rows;
+#pragma omp parallel for schedule(static) if (R * W->cols >= K3_PAR_MIN_WEIGHTS)
+    for (int64_t r = 0; r < R; r++) y[r] = dot_mxfp4_row(W, r, x);
+}
+
+void k3_matvec_avx2(const k3_wmat *W, const float *x, float *y) {
+    switch (W->fmt) {
+    case K3_W_F32:
+    case K3_W_F16:
+    case K3_W_BF16:
+        matvec_float(W, x, y);
+        break;
+    case K3_W_MXFP4:
+        matvec_mxfp4(W, x, y);
+        break;
+    case K3_W_AFFINE:
+        matvec_affine(W, x, y);
+        break;
+    }
+}

@@ -1,0 +1,269 @@
+/* test_kernels_matmul.c — every AVX2 kernel against the scalar reference.
+ *
+ * Random weights in every format (f32/f16/bf16, MXFP4, affine bits 2..8 x
+ * group 32/64/128 x scale type bf16/f16/f32) with awkward shapes: odd row
+ * counts, K not a multiple of 8/32/64/256 for float formats, odd token counts,
+ * padded row strides and column-sliced views. Products must match
+ * k3_matmul_ref within a bound derived from f32 accumulation, and threaded
+ * products must be bitwise identical to single-threaded ones (each output is
+ * computed by the same instruction sequence whatever the row split). */
+#include "kernels/cpu.h"
+#include "kernels/matmul.h"
+#include "quant/dtype.h"
+#include "t.h"
+
+#include <omp.h>
+#include <stdint.h>
+
+typedef struct {
+    k3_wmat w;
+    uint8_t *data, *scales, *biases;
+} owned_mat;
+
+static void put_scalar(k3_wfmt fmt, uint8_t *p, int64_t i, float v) {
+    if (fmt == K3_W_F32) {
+        memcpy(p + 4 * i, &v, 4);
+    } else {
+        uint16_t h = fmt == K3_W_F16 ? k3_f32_to_f16(v) : k3_f32_to_bf16(v);
+        memcpy(p + 2 * i, &h, 2);
+    }
+}
+
+static size_t esize(k3_wfmt f) {
+    return f == K3_W_F32 ? 4 : 2;
+}
+
+/* A random matrix; `pad` extra bytes per row check that strides are honoured. */
+static owned_mat make_mat(k3_wfmt fmt, int64_t R, int64_t K, int bits, int group, k3_wfmt sfmt) {
+    owned_mat m = {0};
+    const size_t pad = 7;
+    m.w.fmt = fmt;
+    m.w.rows = R;
+    m.w.cols = K;
+    m.w.bits = bits;
+    m.w.group = group;
+    m.w.scale_fmt = sfmt;
+    size_t rb;
+    if (fmt == K3_W_MXFP4)
+        rb = (size_t)K / 2;
+    else if (fmt == K3_W_AFFINE)
+        rb = (size_t)K * (size_t)bits / 8;
+    else
+        rb = (size_t)K * esize(fmt);
+    m.w.row_stride = rb + pad;
+    m.data = malloc(m.w.row_stride * (size_t)R + 1);
+    for (size_t i = 0; i < m.w.row_stride * (size_t)R; i++)
+        m.data[i] = (uint8_t)(t_rand() * 128 + 128);
+    if (fmt <= K3_W_BF16)
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t c = 0; c < K; c++)
+                put_scalar(fmt, m.data + r * m.w.row_stride, c, (float)t_rand());
+    m.w.data = m.data;
+    if (fmt == K3_W_MXFP4) {
+        m.w.scale_stride = (size_t)K / 32 + 3;
+        m.scales = malloc(m.w.scale_stride * (size_t)R + 1);
+        for (size_t i = 0; i < m.w.scale_stride * (size_t)R; i++)
+            m.scales[i] = (uint8_t)(124 + (int)(t_rand() * 4)); /* 2^-7 .. 2^1 */
+        m.scales[0] = 0;                                        /* subnormal 2^-127 */
+        if (R * K > 64) m.scales[1] = 1;
+        m.w.scales = m.scales;
+    }
+    if (fmt == K3_W_AFFINE) {
+        int64_t ng = K / group;
+        m.w.scale_stride = m.w.bias_stride = (size_t)ng * esize(sfmt) + 2;
+        m.scales = malloc(m.w.scale_stride * (size_t)R + 1);
+        m.biases = malloc(m.w.bias_stride * (size_t)R + 1);
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t g = 0; g < ng; g++) {
+                put_scalar(sfmt, m.scales + r * m.w.scale_stride, g,
+                           (float)(0.01 + 0.02 * t_rand()));
+                put_scalar(sfmt, m.biases + r * m.w.bias_stride, g, (float)(0.5 * t_rand()));
+            }
+        m.w.scales = m.scales;
+        m.w.biases = m.biases;
+    }
+    return m;
+}
+
+static void free_mat(owned_mat *m) {
+    free(m->data);
+    free(m->scales);
+    free(m->biases);
+}
+
+/* Bound on |fast - ref| per output: f32 accumulation of K products. */
+static void abs_products(const k3_wmat *W, const float *X, int64_t T, double *bound) {
+    float *row = malloc(sizeof(float) * (size_t)(W->cols + 1));
+    for (int64_t r = 0; r < W->rows; r++) {
+        k3_wmat_row(W, r, 0, W->cols, row);
+        for (int64_t t = 0; t < T; t++) {
+            double s = 0;
+            for (int64_t c = 0; c < W->cols; c++) s += fabs((double)row[c] * X[t * W->cols + c]);
+            bound[t * W->rows + r] = 2e-6 * sqrt((double)W->cols + 1) * s + 1e-30;
+        }
+    }
+    free(row);
+}
+
+static int n_compared;
+
+/* Compare fast vs ref for matvec (T=1) and matmul, and threads 1 vs 2. */
+static void check_product(const char *what, const k3_wmat *W, int64_t T) {
+    int64_t R = W->rows, K = W->cols;
+    float *X = malloc(sizeof(float) * (size_t)(T * K + 1));
+    for (int64_t i = 0; i < T * K; i++) X[i] = (float)t_rand();
+    float *ref = malloc(sizeof(float) * (size_t)(T * R)),
+          *y1 = malloc(sizeof(float) * (size_t)(T * R)),
+          *y2 = malloc(sizeof(float) * (size_t)(T * R));
+    double *bound = malloc(sizeof(double) * (size_t)(T * R));
+    abs_products(W, X, T, bound);
+    k3_matmul_ref(W, X, T, ref);
+    omp_set_num_threads(1);
+    if (T == 1)
+        k3_matvec(W, X, y1);
+    else
+        k3_matmul(W, X, T, y1);
+    omp_set_num_threads(2);
+    if (T == 1)
+        k3_matvec(W, X, y2);
+    else
+        k3_matmul(W, X, T, y2);
+    int bad = 0;
+    for (int64_t i = 0; i < T * R && bad < 3; i++) {
+        double d = fabs((double)y1[i] - (double)ref[i]);
+        if (!(d <= bound[i])) {
+            bad++;
+            CHECK(0, "%s R=%lld K=%lld T=%lld: out %lld fast %.9g ref %.9g (bound %.3g)", what,
+                  (long long)R, (long long)K, (long long)T, (long long)i, y1[i], ref[i], bound[i]);
+        }
+    }
+    CHECK(memcmp(y1, y2, sizeof(float) * (size_t)(T * R)) == 0,
+          "%s R=%lld K=%lld T=%lld: 2 threads differ from 1", what, (long long)R, (long long)K,
+          (long long)T);
+    n_compared++;
+    free(X);
+    free(ref);
+    free(y1);
+    free(y2);
+    free(bound);
+}
+
+static const int64_t Ts[] = {1, 2, 3, 5, 7, 13};
+
+TEST(avx2_available) {
+    CHECK(k3_cpu_has_avx2(), "this test machine should have AVX2+FMA (CI does)");
+    CHECK(!strcmp(k3_kernels_name(), "avx2"));
+}
+
+TEST(float_formats_vs_ref) {
+    const int64_t shapes[][2] = {{1, 1},   {7, 13},   {33, 100}, {3, 257},
+                                 {65, 64}, {5, 1031}, {50, 300}};
+    const k3_wfmt fmts[] = {K3_W_F32, K3_W_F16, K3_W_BF16};
+    for (int f = 0; f < 3; f++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (size_t t = 0; t < sizeof Ts / sizeof Ts[0]; t++) {
+                owned_mat m = make_mat(fmts[f], shapes[s][0], shapes[s][1], 0, 0, K3_W_F32);
+                check_product(k3_wfmt_name(fmts[f]), &m.w, Ts[t]);
+                free_mat(&m);
+            }
+}
+
+TEST(mxfp4_vs_ref) {
+    const int64_t shapes[][2] = {{1, 32}, {7, 96}, {37, 224}, {3, 1056}, {61, 64}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (size_t t = 0; t < sizeof Ts / sizeof Ts[0]; t++) {
+            owned_mat m = make_mat(K3_W_MXFP4, shapes[s][0], shapes[s][1], 4, 32, K3_W_F32);
+            check_product("mxfp4", &m.w, Ts[t]);
+            free_mat(&m);
+        }
+}
+
+TEST(affine_every_width_group_scale_type) {
+    const int bits[] = {2, 3, 4, 5, 6, 8}, groups[] = {32, 64, 128};
+    const k3_wfmt sf[] = {K3_W_BF16, K3_W_F16, K3_W_F32};
+    const int64_t rows[] = {1, 7, 37}, mult[] = {1, 3, 5};
+    const int64_t tt[] = {1, 3, 5};
+    for (int b = 0; b < 6; b++)
+        for (int g = 0; g < 3; g++)
+            for (int s = 0; s < 3; s++)
+                for (int i = 0; i < 3; i++) {
+                    char what[64];
+                    snprintf(what, sizeof what, "affine%d/%d/%s", bits[b], groups[g],
+                             k3_wfmt_name(sf[s]));
+                    owned_mat m = make_mat(K3_W_AFFINE, rows[i], groups[g] * mult[(i + s) % 3],
+                                           bits[b], groups[g], sf[s]);
+                    check_product(what, &m.w, tt[(i + b) % 3]);
+                    free_mat(&m);
+                }
+}
+
+/* Column and row slices (tensor parallelism) start at unaligned addresses. */
+TEST(sliced_views_vs_ref) {
+    owned_mat a = make_mat(K3_W_AFFINE, 21, 256, 3, 32, K3_W_BF16);
+    k3_wmat v = k3_wmat_cols(&a.w, 64, 160);
+    v = k3_wmat_rows(&v, 5, 11);
+    check_product("affine3 slice", &v, 1);
+    check_product("affine3 slice", &v, 6);
+    owned_mat f = make_mat(K3_W_BF16, 19, 203, 0, 0, K3_W_F32);
+    k3_wmat fv = k3_wmat_cols(&f.w, 3, 150);
+    check_product("bf16 slice", &fv, 1);
+    check_product("bf16 slice", &fv, 9);
+    owned_mat x = make_mat(K3_W_MXFP4, 9, 320, 4, 32, K3_W_F32);
+    k3_wmat xv = k3_wmat_cols(&x.w, 96, 192);
+    check_product("mxfp4 slice", &xv, 1);
+    check_product("mxfp4 slice", &xv, 4);
+    free_mat(&a);
+    free_mat(&f);
+    free_mat(&x);
+}
+
+/* Bigger than the serial threshold so both threads really run. */
+TEST(large_threaded_vs_ref) {
+    owned_mat a = make_mat(K3_W_AFFINE, 301, 512, 4, 64, K3_W_BF16);
+    check_product("affine4 large", &a.w, 1);
+    check_product("affine4 large", &a.w, 17);
+    owned_mat b = make_mat(K3_W_BF16, 299, 515, 0, 0, K3_W_F32);
+    check_product("bf16 large", &b.w, 1);
+    check_product("bf16 large", &b.w, 18);
+    free_mat(&a);
+    free_mat(&b);
+}
+
+/* The per-token result of k3_matmul does not depend on T (prefill in chunks
+ * gives the same numbers as one big prefill). */
+TEST(matmul_rows_independent_of_T) {
+    owned_mat a = make_mat(K3_W_AFFINE, 40, 256, 5, 128, K3_W_F16);
+    float X[11 * 256], Y11[11 * 40], Y3[3 * 40];
+    for (int i = 0; i < 11 * 256; i++) X[i] = (float)t_rand();
+    k3_matmul(&a.w, X, 11, Y11);
+    k3_matmul(&a.w, X + 8 * 256, 3, Y3);
+    CHECK(memcmp(Y11 + 8 * 40, Y3, sizeof Y3) == 0);
+    free_mat(&a);
+}
+
+TEST(ref_mode_is_reachable) {
+    owned_mat a = make_mat(K3_W_BF16, 5, 77, 0, 0, K3_W_F32);
+    float x[77], y[5], r[5];
+    for (int i = 0; i < 77; i++) x[i] = (float)t_rand();
+    k3_kernels_set_mode(K3_KERNELS_REF);
+    CHECK(!strcmp(k3_kernels_name(), "ref"));
+    k3_matvec(&a.w, x, y);
+    k3_matvec_ref(&a.w, x, r);
+    CHECK(memcmp(y, r, sizeof y) == 0);
+    k3_kernels_set_mode(K3_KERNELS_AUTO);
+    free_mat(&a);
+}
+
+int main(void) {
+    t_seed(42);
+    RUN(avx2_available);
+    RUN(float_formats_vs_ref);
+    RUN(mxfp4_vs_ref);
+    RUN(affine_every_width_group_scale_type);
+    RUN(sliced_views_vs_ref);
+    RUN(large_threaded_vs_ref);
+    RUN(matmul_rows_independent_of_T);
+    RUN(ref_mode_is_reachable);
+    printf("  (%d products compared)\n", n_compared);
+    return t_done();
+}
