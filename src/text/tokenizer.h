@@ -53,6 +53,11 @@ k3_tokenizer *k3_tok_from_memory(const char *ranks, size_t ranks_len, const char
 k3_tokenizer *k3_tok_byte_level(int vocab_size);
 /* k3_tok_load if DIR/tiktoken.model exists, else k3_tok_byte_level(vocab_size). */
 k3_tokenizer *k3_tok_open(const char *model_dir, int vocab_size);
+/* For a model directory: its tokenizer files if DIR/tiktoken.model exists,
+ * else byte-level for DIR/config.json's vocab_size (top level, or
+ * text_config.vocab_size). model_dir NULL: byte-level with the K3 vocab
+ * size 163840. NULL + k3_errmsg naming the file on failure. */
+k3_tokenizer *k3_tok_for_model(const char *model_dir);
 void k3_tok_free(k3_tokenizer *tok);
 
 /* Ids the tokenizer knows: block + block_len (K3: 163840). */

@@ -1,0 +1,117 @@
+/* detok.c — UTF-8 repair and the streaming detokenizer (tokenizer.h).
+ *
+ * Generated tokens can end inside a multi-byte character (byte-level BPE
+ * splits emoji and CJK), so the streaming decoder keeps the bytes of an
+ * incomplete trailing sequence until the next token completes or breaks
+ * it. Whatever the chunking, the concatenated output equals
+ * k3_utf8_sanitize() of all bytes (chat.md §1.7). */
+#include "base/mem.h"
+#include "text/tokenizer.h"
+#include "text/utf8.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char REPLACEMENT[3] = {(char)0xEF, (char)0xBF, (char)0xBD}; /* U+FFFD */
+
+/* Append the repaired form of s[0..n) to out (capacity >= 3n/1 + 3 checked
+ * by the caller). Returns bytes written; *held = length of an incomplete
+ * tail that was not written when keep_tail is set. */
+static size_t repair_into(char *out, const uint8_t *s, size_t n, int keep_tail, size_t *held) {
+    size_t w = 0, i = 0;
+    *held = 0;
+    while (i < n) {
+        uint32_t cp;
+        int st;
+        size_t span = k3_utf8_scan(s + i, n - i, &cp, &st);
+        if (st == K3_UTF8_OK) {
+            memcpy(out + w, s + i, span);
+            w += span;
+        } else if (st == K3_UTF8_INCOMPLETE && keep_tail) {
+            *held = span;
+            break;
+        } else {
+            memcpy(out + w, REPLACEMENT, 3);
+            w += 3;
+        }
+        i += span;
+    }
+    return w;
+}
+
+/* Worst case: every byte becomes a 3-byte U+FFFD. */
+static size_t repaired_cap(size_t n) {
+    return 3 * n + 1;
+}
+
+char *k3_utf8_sanitize(const char *s, size_t len, size_t *out_len) {
+    char *out = k3_xmalloc(repaired_cap(len));
+    size_t held;
+    size_t w = repair_into(out, (const uint8_t *)s, len, 0, &held);
+    out[w] = 0;
+    if (out_len) *out_len = w;
+    return out;
+}
+
+struct k3_detok {
+    const k3_tokenizer *tok;
+    int skip_special;
+    uint8_t pending[4]; /* an incomplete sequence is at most 3 bytes */
+    size_t npending;
+    char *out;
+    size_t out_cap;
+};
+
+k3_detok *k3_detok_new(const k3_tokenizer *tok, int skip_special) {
+    k3_detok *d = k3_xcalloc(1, sizeof *d);
+    d->tok = tok;
+    d->skip_special = skip_special;
+    return d;
+}
+
+void k3_detok_free(k3_detok *d) {
+    if (!d) return;
+    free(d->out);
+    free(d);
+}
+
+static void ensure_out(k3_detok *d, size_t cap) {
+    if (cap <= d->out_cap) return;
+    d->out = k3_xrealloc(d->out, cap);
+    d->out_cap = cap;
+}
+
+const char *k3_detok_push_bytes(k3_detok *d, const char *bytes, size_t n, size_t *len) {
+    /* Work on pending ++ bytes; a held tail goes back into pending. */
+    size_t total = d->npending + n;
+    uint8_t *joined = k3_xmalloc(total ? total : 1);
+    memcpy(joined, d->pending, d->npending);
+    if (n) memcpy(joined + d->npending, bytes, n);
+    ensure_out(d, repaired_cap(total));
+    size_t held;
+    size_t w = repair_into(d->out, joined, total, 1, &held);
+    memcpy(d->pending, joined + total - held, held);
+    d->npending = held;
+    free(joined);
+    d->out[w] = 0;
+    *len = w;
+    return d->out;
+}
+
+const char *k3_detok_push(k3_detok *d, int32_t id, size_t *len) {
+    size_t n = 0;
+    const char *b = NULL;
+    if (!(d->skip_special && k3_tok_special_flag(d->tok, id)))
+        b = k3_tok_token_bytes(d->tok, id, &n);
+    return k3_detok_push_bytes(d, b, b ? n : 0, len);
+}
+
+const char *k3_detok_flush(k3_detok *d, size_t *len) {
+    ensure_out(d, repaired_cap(d->npending));
+    size_t held;
+    size_t w = repair_into(d->out, d->pending, d->npending, 0, &held);
+    d->npending = 0;
+    d->out[w] = 0;
+    *len = w;
+    return d->out;
+}
