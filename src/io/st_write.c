@@ -366,3 +366,17 @@ int k3_stwd_close(k3_stw_dir *d) {
     free(d);
     return rc;
 }
+
+void k3_stwd_abort(k3_stw_dir *d) {
+    if (!d) return;
+    int done = d->nshards - (d->cur != NULL); /* closed shards under their part names */
+    k3_stw_abort(d->cur);
+    for (int sh = 1; sh <= done; sh++) {
+        char *p = part_path(d, sh);
+        unlink(p);
+        free(p);
+    }
+    json_decref(d->shard_of);
+    free(d->dir);
+    free(d);
+}

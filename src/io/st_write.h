@@ -63,5 +63,7 @@ int k3_stwd_add(k3_stw_dir *d, const char *name, const char *dtype, const int64_
 /* Number of shards so far (after close: the number written). */
 int k3_stwd_shards(const k3_stw_dir *d);
 int k3_stwd_close(k3_stw_dir *d);
+/* Stop without writing: removes the shards written so far, frees d. */
+void k3_stwd_abort(k3_stw_dir *d);
 
 #endif

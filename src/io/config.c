@@ -1,0 +1,285 @@
+/* config.c — config.json → k3_config with defaults and refusal of unsupported values. */
+#include "io/config.h"
+#include "base/err.h"
+#include "base/mem.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Integer field: absent or null → def. Booleans are accepted as 0/1 where the
+ * field is a flag (is_flag). Anything else is a type error naming the field. */
+static int get_int(json_t *o, const char *key, int def, int *out, const char *label) {
+    json_t *v = json_object_get(o, key);
+    if (!v || json_is_null(v)) {
+        *out = def;
+        return 0;
+    }
+    if (json_is_boolean(v)) {
+        *out = json_is_true(v);
+        return 0;
+    }
+    if (json_is_real(v) && json_real_value(v) == (double)(long long)json_real_value(v)) {
+        *out = (int)json_real_value(v);
+        return 0;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < -(1LL << 31) ||
+        json_integer_value(v) > (1LL << 31) - 1)
+        return k3_seterr("%s: field \"%s\" must be an integer", label, key);
+    *out = (int)json_integer_value(v);
+    return 0;
+}
+
+static int get_num(json_t *o, const char *key, double def, double *out, int *present,
+                   const char *label) {
+    json_t *v = json_object_get(o, key);
+    if (present) *present = v && !json_is_null(v);
+    if (!v || json_is_null(v)) {
+        *out = def;
+        return 0;
+    }
+    if (!json_is_number(v)) return k3_seterr("%s: field \"%s\" must be a number", label, key);
+    *out = json_number_value(v);
+    return 0;
+}
+
+static int want_string(json_t *o, const char *key, const char *want, const char *label) {
+    json_t *v = json_object_get(o, key);
+    if (!v || json_is_null(v)) return 0; /* default is the supported value */
+    if (!json_is_string(v) || strcmp(json_string_value(v), want))
+        return k3_seterr("%s: field \"%s\" is %s%s%s; only \"%s\" is supported", label, key,
+                         json_is_string(v) ? "\"" : "",
+                         json_is_string(v) ? json_string_value(v) : "not a string",
+                         json_is_string(v) ? "\"" : "", want);
+    return 0;
+}
+
+/* First integer of a scalar-or-list token id field, -1 if absent. */
+static int token_id(json_t *root, json_t *tc, const char *key) {
+    json_t *v = json_object_get(tc, key);
+    if (!v) v = json_object_get(root, key);
+    if (json_is_array(v)) v = json_array_get(v, 0);
+    return json_is_integer(v) ? (int)json_integer_value(v) : -1;
+}
+
+static int parse_main_fields(json_t *tc, k3_config *c, const char *L) {
+    int rc = 0;
+    rc |= get_int(tc, "vocab_size", 163840, &c->vocab_size, L);
+    rc |= get_int(tc, "hidden_size", 7168, &c->hidden_size, L);
+    rc |= get_int(tc, "num_hidden_layers", 93, &c->num_hidden_layers, L);
+    rc |= get_int(tc, "num_attention_heads", 96, &c->num_attention_heads, L);
+    rc |= get_int(tc, "intermediate_size", 33792, &c->intermediate_size, L);
+    rc |= get_num(tc, "rms_norm_eps", 1e-5, &c->rms_norm_eps, NULL, L);
+    rc |= get_num(tc, "activation_situ_beta", 1.0, &c->situ_beta, NULL, L);
+    rc |= get_num(tc, "activation_situ_linear_beta", 0.0, &c->situ_linear_beta, NULL, L);
+    rc |= get_int(tc, "attn_res_block_size", 0, &c->attn_res_block_size, L);
+    rc |= get_int(tc, "q_lora_rank", 0, &c->q_lora_rank, L);
+    rc |= get_int(tc, "kv_lora_rank", 0, &c->kv_lora_rank, L);
+    rc |= get_int(tc, "qk_nope_head_dim", 0, &c->qk_nope_head_dim, L);
+    rc |= get_int(tc, "qk_rope_head_dim", 0, &c->qk_rope_head_dim, L);
+    rc |= get_int(tc, "v_head_dim", 0, &c->v_head_dim, L);
+    rc |= get_int(tc, "mla_use_output_gate", 0, &c->mla_use_output_gate, L);
+    rc |= get_int(tc, "num_experts", 0, &c->num_experts, L);
+    rc |= get_int(tc, "num_experts_per_token", 16, &c->num_experts_per_token, L);
+    rc |= get_int(tc, "num_shared_experts", 0, &c->num_shared_experts, L);
+    rc |= get_int(tc, "moe_intermediate_size", 0, &c->moe_intermediate_size, L);
+    rc |= get_int(tc, "moe_renormalize", 1, &c->moe_renormalize, L);
+    rc |= get_num(tc, "routed_scaling_factor", 1.0, &c->routed_scaling_factor, NULL, L);
+    rc |= get_int(tc, "first_k_dense_replace", 0, &c->first_k_dense_replace, L);
+    rc |= get_int(tc, "moe_layer_freq", 1, &c->moe_layer_freq, L);
+    rc |= get_int(tc, "num_expert_group", 1, &c->num_expert_group, L);
+    rc |= get_int(tc, "topk_group", 1, &c->topk_group, L);
+    rc |= get_int(tc, "routed_expert_hidden_size", 0, &c->routed_expert_hidden_size, L);
+    rc |= get_int(tc, "latent_moe_use_norm", 0, &c->latent_moe_use_norm, L);
+    rc |= get_int(tc, "tie_word_embeddings", 0, &c->tie_word_embeddings, L);
+    if (rc) return -1;
+    /* The reference's `beta or 1.0`: a null or zero beta means 1.0. */
+    if (c->situ_beta == 0.0) c->situ_beta = 1.0;
+    return 0;
+}
+
+static int refuse_unsupported(json_t *tc, const char *L) {
+    if (want_string(tc, "hidden_act", "situ", L)) return -1;
+    if (want_string(tc, "moe_router_activation_func", "sigmoid", L)) return -1;
+    json_t *v = json_object_get(tc, "mla_use_nope");
+    if (v && !json_is_true(v))
+        return k3_seterr("%s: field \"mla_use_nope\" must be true (only NoPE MLA is supported)", L);
+    return 0;
+}
+
+static int parse_kda_layers(json_t *lac, k3_config *c, const char *L) {
+    json_t *kl = json_object_get(lac, "kda_layers");
+    if (!json_is_array(kl))
+        return k3_seterr("%s: field \"linear_attn_config.kda_layers\" must be a list", L);
+    c->is_kda = k3_xcalloc((size_t)c->num_hidden_layers, 1);
+    for (size_t i = 0; i < json_array_size(kl); i++) {
+        json_t *e = json_array_get(kl, i);
+        json_int_t l = json_is_integer(e) ? json_integer_value(e) : 0;
+        if (!json_is_integer(e) || l < 1 || l > (1 << 20))
+            return k3_seterr("%s: linear_attn_config.kda_layers[%zu] is not a 1-based layer "
+                             "number",
+                             L, i);
+        if (l <= c->num_hidden_layers) c->is_kda[l - 1] = 1;
+    }
+    return 0;
+}
+
+static int parse_linear_attn(json_t *tc, k3_config *c, const char *L) {
+    json_t *lac = json_object_get(tc, "linear_attn_config");
+    if (!json_is_object(lac))
+        return k3_seterr("%s: field \"linear_attn_config\" is missing (needed for the KDA "
+                         "layer list)",
+                         L);
+    int rc = 0;
+    char lab[600];
+    snprintf(lab, sizeof lab, "%.500s: linear_attn_config", L);
+    rc |= get_int(lac, "num_heads", 0, &c->kda_heads, lab);
+    rc |= get_int(lac, "head_dim", 0, &c->kda_head_dim, lab);
+    rc |= get_int(lac, "short_conv_kernel_size", 4, &c->kda_conv_kernel, lab);
+    rc |= get_num(lac, "gate_lower_bound", 0.0, &c->kda_gate_lower_bound, &c->kda_has_lower_bound,
+                  lab);
+    rc |= get_int(lac, "use_full_rank_gate", 0, &c->kda_full_rank_gate, lab);
+    if (rc) return -1;
+    return parse_kda_layers(lac, c, L);
+}
+
+static int positive(int v, const char *field, const char *L) {
+    if (v > 0 && v <= (1 << 24)) return 0;
+    return k3_seterr("%s: field \"%s\" = %d, expected a positive size", L, field, v);
+}
+
+/* Sizes the layers actually use must be positive and consistent. */
+static int check_sizes(const k3_config *c, const char *L) {
+    int any_mla = 0, any_kda = 0;
+    for (int i = 0; i < c->num_hidden_layers; i++) {
+        any_kda |= c->is_kda[i];
+        any_mla |= !c->is_kda[i];
+    }
+    if (positive(c->vocab_size, "vocab_size", L) || positive(c->hidden_size, "hidden_size", L) ||
+        positive(c->num_hidden_layers, "num_hidden_layers", L))
+        return -1;
+    if (c->rms_norm_eps < 0) return k3_seterr("%s: field \"rms_norm_eps\" is negative", L);
+    if (c->situ_linear_beta < 0)
+        return k3_seterr("%s: field \"activation_situ_linear_beta\" must be positive", L);
+    if (c->attn_res_block_size < 0)
+        return k3_seterr("%s: field \"attn_res_block_size\" must be positive", L);
+    if (any_kda && (positive(c->kda_heads, "linear_attn_config.num_heads", L) ||
+                    positive(c->kda_head_dim, "linear_attn_config.head_dim", L) ||
+                    positive(c->kda_conv_kernel, "linear_attn_config.short_conv_kernel_size", L)))
+        return -1;
+    if (any_mla && (positive(c->num_attention_heads, "num_attention_heads", L) ||
+                    positive(c->kv_lora_rank, "kv_lora_rank", L) ||
+                    positive(c->qk_nope_head_dim, "qk_nope_head_dim", L) ||
+                    positive(c->v_head_dim, "v_head_dim", L)))
+        return -1;
+    if (c->qk_rope_head_dim < 0 || c->q_lora_rank < 0)
+        return k3_seterr("%s: qk_rope_head_dim / q_lora_rank must not be negative", L);
+    return 0;
+}
+
+static int check_moe(const k3_config *c, const char *L) {
+    int any_moe = 0;
+    for (int i = 0; i < c->num_hidden_layers; i++) any_moe |= k3_config_is_moe_layer(c, i);
+    if (c->moe_layer_freq <= 0) return k3_seterr("%s: field \"moe_layer_freq\" must be >= 1", L);
+    int any_dense = 0;
+    for (int i = 0; i < c->num_hidden_layers; i++) any_dense |= !k3_config_is_moe_layer(c, i);
+    if (any_dense && positive(c->intermediate_size, "intermediate_size", L)) return -1;
+    if (!any_moe) return 0;
+    if (positive(c->moe_intermediate_size, "moe_intermediate_size", L)) return -1;
+    if (c->num_experts_per_token < 1 || c->num_experts_per_token > c->num_experts)
+        return k3_seterr("%s: field \"num_experts_per_token\" = %d, expected 1..num_experts (%d)",
+                         L, c->num_experts_per_token, c->num_experts);
+    if (c->num_expert_group < 1 || c->num_experts % c->num_expert_group)
+        return k3_seterr("%s: field \"num_expert_group\" = %d must divide num_experts = %d", L,
+                         c->num_expert_group, c->num_experts);
+    if (c->num_expert_group > 1 && (c->topk_group < 1 || c->topk_group > c->num_expert_group))
+        return k3_seterr("%s: field \"topk_group\" = %d, expected 1..num_expert_group (%d)", L,
+                         c->topk_group, c->num_expert_group);
+    if (c->num_expert_group > 1 && c->num_experts / c->num_expert_group < 2)
+        return k3_seterr("%s: grouped routing needs at least 2 experts per group", L);
+    if (c->num_shared_experts < 0 || c->routed_expert_hidden_size < 0)
+        return k3_seterr("%s: num_shared_experts / routed_expert_hidden_size are negative", L);
+    return 0;
+}
+
+/* The MLX "quantization" object: top-level "quantization", or a top-level
+ * "quantization_config" written by mlx_lm.convert (it has "bits", unlike the
+ * compressed-tensors one, which is decided per tensor instead). */
+static json_t *find_mlx_quant(json_t *root) {
+    json_t *q = json_object_get(root, "quantization");
+    if (json_is_object(q)) return q;
+    q = json_object_get(root, "quantization_config");
+    if (json_is_object(q) && json_object_get(q, "bits")) return q;
+    return NULL;
+}
+
+int k3_config_parse(const char *text, size_t len, const char *L, k3_config *c) {
+    memset(c, 0, sizeof *c);
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, 0, &jerr);
+    if (!root) return k3_seterr("%s: invalid JSON: %s (line %d)", L, jerr.text, jerr.line);
+    int rc = 0;
+    json_t *tc = json_object_get(root, "text_config");
+    if (!json_is_object(root)) rc = k3_seterr("%s: not a JSON object", L);
+    if (!rc && tc && !json_is_object(tc)) rc = k3_seterr("%s: \"text_config\" is not an object", L);
+    if (!rc && !tc) tc = root;
+    if (!rc) rc = refuse_unsupported(tc, L);
+    if (!rc) rc = parse_main_fields(tc, c, L);
+    if (!rc && (c->num_hidden_layers <= 0 || c->num_hidden_layers > 4096))
+        rc = k3_seterr("%s: field \"num_hidden_layers\" = %d is out of range", L,
+                       c->num_hidden_layers);
+    if (!rc) rc = parse_linear_attn(tc, c, L);
+    if (!rc) rc = check_sizes(c, L);
+    if (!rc) rc = check_moe(c, L);
+    if (!rc) {
+        c->bos_token_id = token_id(root, tc, "bos_token_id");
+        c->eos_token_id = token_id(root, tc, "eos_token_id");
+        json_t *q = find_mlx_quant(root);
+        if (q) c->quant = json_incref(q);
+    }
+    json_decref(root);
+    if (rc) k3_config_free(c);
+    return rc;
+}
+
+int k3_config_load(const char *path, k3_config *c) {
+    size_t len;
+    char *text = k3_read_file(path, &len);
+    if (!text) return -1;
+    int rc = k3_config_parse(text, len, path, c);
+    free(text);
+    return rc;
+}
+
+void k3_config_free(k3_config *c) {
+    free(c->is_kda);
+    if (c->quant) json_decref((json_t *)c->quant);
+    memset(c, 0, sizeof *c);
+}
+
+int k3_config_is_moe_layer(const k3_config *c, int i) {
+    return c->num_experts > 0 && i >= c->first_k_dense_replace && c->moe_layer_freq > 0 &&
+           i % c->moe_layer_freq == 0;
+}
+
+static int quant_entry(json_t *e, int *bits, int *group, const char **mode) {
+    if (!json_is_object(e)) return -1;
+    json_t *m = json_object_get(e, "mode");
+    *mode = json_is_string(m) ? json_string_value(m) : "affine";
+    int mx = !strcmp(*mode, "mxfp4");
+    json_t *b = json_object_get(e, "bits"), *g = json_object_get(e, "group_size");
+    *bits = json_is_integer(b) ? (int)json_integer_value(b) : 4;
+    *group = json_is_integer(g) ? (int)json_integer_value(g) : (mx ? 32 : 64);
+    return 0;
+}
+
+int k3_config_quant_for(const k3_config *c, const char *module, int *bits, int *group,
+                        const char **mode) {
+    json_t *q = (json_t *)c->quant;
+    if (!q) return -1;
+    char buf[512];
+    snprintf(buf, sizeof buf, "language_model.%s", module);
+    if (!quant_entry(json_object_get(q, buf), bits, group, mode)) return 0;
+    if (!quant_entry(json_object_get(q, module), bits, group, mode)) return 0;
+    return quant_entry(q, bits, group, mode);
+}

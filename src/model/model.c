@@ -1,0 +1,282 @@
+/* model.c — the public API (include/k3.h): load a checkpoint, create sequences,
+ * and the forward pass in the order it runs (spec §2.1–2.2):
+ *   embed → for each layer { AttnRes mix → norm → KDA|MLA → AttnRes mix → norm →
+ *   dense MLP|MoE } → final AttnRes mix → final norm → lm_head. */
+#include "base/err.h"
+#include "base/mem.h"
+#include "kernels/matmul.h"
+#include "model/model.h"
+#include "model/ops.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int load_globals(k3_model *m) {
+    k3_ckpt *ck = &m->ck;
+    const k3_config *c = m->c;
+    int64_t D = c->hidden_size, V = c->vocab_size;
+    if (k3_ckpt_linear(ck, "model.embed_tokens", V, D, &m->embed)) return -1;
+    if (c->tie_word_embeddings)
+        m->head = m->embed;
+    else if (k3_ckpt_linear(ck, "lm_head", V, D, &m->head))
+        return -1;
+    m->final_norm = k3_xcalloc((size_t)D, sizeof(float));
+    if (k3_ckpt_vec(ck, "model.norm.weight", D, m->final_norm)) return -1;
+    if (!c->attn_res_block_size) return 0;
+    m->w_out = k3_xcalloc((size_t)D, sizeof(float));
+    float *p = k3_xcalloc((size_t)D, sizeof(float));
+    int rc = k3_ckpt_vec(ck, "model.output_attn_res_norm.weight", D, m->w_out) ||
+             k3_ckpt_vec(ck, "model.output_attn_res_proj.weight", D, p);
+    for (int64_t d = 0; d < D; d++) m->w_out[d] *= p[d];
+    free(p);
+    return rc ? -1 : 0;
+}
+
+/* Bytes of every Linear, and of what one decoded token reads (top-k experts only). */
+static void count_bytes(k3_model *m) {
+    uint64_t all =
+        k3_wmat_bytes(&m->embed) + (m->c->tie_word_embeddings ? 0 : k3_wmat_bytes(&m->head));
+    uint64_t act = k3_wmat_bytes(&m->head);
+    for (int i = 0; i < m->c->num_hidden_layers; i++) {
+        const k3_layer *l = &m->L[i];
+        const k3_wmat *ws[] = {
+            &l->kda.q,          &l->kda.k,      &l->kda.v,           &l->kda.fa,
+            &l->kda.fb,         &l->kda.b,      &l->kda.g,           &l->kda.ga,
+            &l->kda.gb,         &l->kda.o,      &l->mla.qa,          &l->mla.qb,
+            &l->mla.q,          &l->mla.kva,    &l->mla.g,           &l->mla.o,
+            &l->mlp.gate,       &l->mlp.up,     &l->mlp.down,        &l->moe.router,
+            &l->moe.lat_down,   &l->moe.lat_up, &l->moe.shared.gate, &l->moe.shared.up,
+            &l->moe.shared.down};
+        uint64_t b = 0;
+        for (size_t k = 0; k < sizeof ws / sizeof ws[0]; k++) b += k3_wmat_bytes(ws[k]);
+        for (int h = 0; !l->is_kda && h < m->c->num_attention_heads; h++)
+            b += k3_wmat_bytes(&l->mla.uk[h]) + k3_wmat_bytes(&l->mla.uv[h]);
+        uint64_t e1 = 0;
+        if (l->is_moe) {
+            e1 = k3_wmat_bytes(&l->moe.eg[0]) + k3_wmat_bytes(&l->moe.eu[0]) +
+                 k3_wmat_bytes(&l->moe.ed[0]);
+            all += e1 * (uint64_t)m->c->num_experts;
+        }
+        all += b;
+        act += b + e1 * (uint64_t)m->c->num_experts_per_token;
+    }
+    m->weight_bytes = all;
+    m->active_bytes = act;
+}
+
+static int check_opts(const k3_load_opts *o) {
+    if (!o) return 0;
+    if (o->threads < 0) return k3_seterr("threads must be >= 0");
+    if ((o->tp_size > 1) || (o->pp_size > 1))
+        return k3_seterr("tensor/pipeline parallelism (tp_size %d, pp_size %d) is not "
+                         "available in this build of the engine",
+                         o->tp_size, o->pp_size);
+    return 0;
+}
+
+k3_model *k3_model_load(const char *dir, const k3_load_opts *opts) {
+    if (check_opts(opts)) return NULL;
+    if (opts && opts->threads > 0) omp_set_num_threads(opts->threads);
+    k3_model *m = k3_xcalloc(1, sizeof *m);
+    if (k3_ckpt_open(dir, &m->ck)) {
+        free(m);
+        return NULL;
+    }
+    m->c = &m->ck.cfg;
+    m->L = k3_xcalloc((size_t)m->c->num_hidden_layers, sizeof(k3_layer));
+    int rc = load_globals(m);
+    for (int i = 0; !rc && i < m->c->num_hidden_layers; i++) rc = k3_layer_load(m, i, &m->L[i]);
+    if (!rc) rc = k3_ckpt_check_unused(&m->ck);
+    if (rc) {
+        k3_model_free(m);
+        return NULL;
+    }
+    count_bytes(m);
+    return m;
+}
+
+void k3_model_free(k3_model *m) {
+    if (!m) return;
+    for (int i = 0; m->L && i < m->c->num_hidden_layers; i++) k3_layer_free(&m->L[i]);
+    free(m->L);
+    free(m->final_norm);
+    free(m->w_out);
+    k3_ckpt_close(&m->ck);
+    free(m);
+}
+
+int k3_model_vocab(const k3_model *m) {
+    return m->c->vocab_size;
+}
+int k3_model_eos(const k3_model *m) {
+    return m->c->eos_token_id;
+}
+int k3_model_bos(const k3_model *m) {
+    return m->c->bos_token_id;
+}
+uint64_t k3_model_weight_bytes(const k3_model *m) {
+    return m->weight_bytes;
+}
+uint64_t k3_model_active_bytes(const k3_model *m) {
+    return m->active_bytes;
+}
+
+/* ---- sequences ---------------------------------------------------------- */
+
+static int64_t kda_P(const k3_config *c) {
+    return (int64_t)c->kda_heads * c->kda_head_dim;
+}
+
+static void cache_alloc(const k3_config *c, const k3_layer *l, k3_layer_cache *lc) {
+    memset(lc, 0, sizeof *lc);
+    if (!l->is_kda) return;
+    int64_t P = kda_P(c), hd = c->kda_head_dim;
+    lc->conv = k3_xcalloc((size_t)((c->kda_conv_kernel - 1) * 3 * P + 1), sizeof(float));
+    lc->S = k3_xcalloc((size_t)(c->kda_heads * hd * hd), sizeof(float));
+}
+
+k3_seq *k3_seq_new(k3_model *m) {
+    k3_seq *s = k3_xcalloc(1, sizeof *s);
+    s->m = m;
+    s->lc = k3_xcalloc((size_t)m->c->num_hidden_layers, sizeof *s->lc);
+    for (int i = 0; i < m->c->num_hidden_layers; i++) cache_alloc(m->c, &m->L[i], &s->lc[i]);
+    return s;
+}
+
+void k3_seq_free(k3_seq *s) {
+    if (!s) return;
+    for (int i = 0; i < s->m->c->num_hidden_layers; i++) {
+        free(s->lc[i].conv);
+        free(s->lc[i].S);
+        free(s->lc[i].lat);
+        free(s->lc[i].kpe);
+    }
+    free(s->lc);
+    free(s);
+}
+
+static void *dup_floats(const float *p, int64_t n) {
+    if (!p) return NULL;
+    float *q = k3_xmalloc(sizeof(float) * (size_t)(n ? n : 1));
+    memcpy(q, p, sizeof(float) * (size_t)n);
+    return q;
+}
+
+k3_seq *k3_seq_clone(const k3_seq *s) {
+    const k3_config *c = s->m->c;
+    k3_seq *d = k3_seq_new(s->m);
+    d->len = s->len;
+    int64_t P = kda_P(c), hd = c->kda_head_dim;
+    for (int i = 0; i < c->num_hidden_layers; i++) {
+        const k3_layer_cache *a = &s->lc[i];
+        k3_layer_cache *b = &d->lc[i];
+        if (a->conv)
+            memcpy(b->conv, a->conv, sizeof(float) * (size_t)((c->kda_conv_kernel - 1) * 3 * P));
+        if (a->S) memcpy(b->S, a->S, sizeof(float) * (size_t)(c->kda_heads * hd * hd));
+        b->lat = dup_floats(a->lat, a->cap * c->kv_lora_rank);
+        b->kpe = dup_floats(a->kpe, a->cap * (c->qk_rope_head_dim ? c->qk_rope_head_dim : 1));
+        b->n = a->n;
+        b->cap = a->cap;
+    }
+    return d;
+}
+
+void k3_seq_reset(k3_seq *s) {
+    k3_model *m = s->m;
+    for (int i = 0; i < m->c->num_hidden_layers; i++) {
+        k3_layer_cache *lc = &s->lc[i];
+        free(lc->conv);
+        free(lc->S);
+        free(lc->lat);
+        free(lc->kpe);
+        cache_alloc(m->c, &m->L[i], lc);
+    }
+    s->len = 0;
+}
+
+int64_t k3_seq_len(const k3_seq *s) {
+    return s->len;
+}
+
+/* ---- forward -------------------------------------------------------------- */
+
+/* Mixer then FFN of layer i on x [T, D] (in place), with AttnRes block list R. */
+static int run_layer(k3_seq *s, int i, float *x, int64_t T, float **R, int *nR, int mla_path) {
+    const k3_model *m = s->m;
+    const k3_config *c = m->c;
+    const k3_layer *l = &m->L[i];
+    int64_t D = c->hidden_size, TD = T * D;
+    int res = c->attn_res_block_size > 0;
+    float *h = k3_xmalloc(sizeof(float) * (size_t)TD), *a = k3_xmalloc(sizeof(float) * (size_t)TD);
+    if (res)
+        k3_attnres_mix(R, *nR, x, l->w_attn, T, D, c->rms_norm_eps, h);
+    else
+        memcpy(h, x, sizeof(float) * (size_t)TD);
+    int fresh = res && i % c->attn_res_block_size == 0; /* block start: snapshot raw x_in */
+    if (fresh) R[(*nR)++] = dup_floats(x, TD);
+    k3_rmsnorm_rows(h, T, D, l->in_norm, c->rms_norm_eps, h);
+    int rc = 0;
+    if (l->is_kda)
+        k3_kda_forward(m, l, &s->lc[i], h, T, a);
+    else
+        rc = k3_mla_forward(m, l, &s->lc[i], h, T, a, mla_path);
+    for (int64_t j = 0; j < TD; j++) x[j] = fresh ? a[j] : x[j] + a[j]; /* partial */
+    if (res)
+        k3_attnres_mix(R, *nR, x, l->w_mlp, T, D, c->rms_norm_eps, h);
+    else
+        memcpy(h, x, sizeof(float) * (size_t)TD);
+    k3_rmsnorm_rows(h, T, D, l->post_norm, c->rms_norm_eps, h);
+    if (l->is_moe)
+        k3_moe_forward(m, &l->moe, h, T, a);
+    else
+        k3_mlp_forward(m, &l->mlp, h, T, a);
+    for (int64_t j = 0; j < TD; j++) x[j] += a[j];
+    free(h);
+    free(a);
+    return rc;
+}
+
+static int check_tokens(const k3_model *m, const int32_t *tok, int64_t n) {
+    if (n < 1) return k3_seterr("k3_forward: need at least one token");
+    for (int64_t t = 0; t < n; t++)
+        if (tok[t] < 0 || tok[t] >= m->c->vocab_size)
+            return k3_seterr("token id %d at position %lld is out of range [0, %d)", tok[t],
+                             (long long)t, m->c->vocab_size);
+    return 0;
+}
+
+/* k3_forward with a forced MLA path ('A', 'B' or 0 = automatic); used by tests. */
+int k3_forward_path(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, int all, int path) {
+    const k3_model *m = s->m;
+    const k3_config *c = m->c;
+    if (check_tokens(m, tokens, n)) return -1;
+    int64_t D = c->hidden_size, V = c->vocab_size;
+    float *x = k3_xmalloc(sizeof(float) * (size_t)(n * D));
+    for (int64_t t = 0; t < n; t++) k3_wmat_row(&m->embed, tokens[t], 0, D, x + t * D);
+    int nb = c->attn_res_block_size ? c->num_hidden_layers / c->attn_res_block_size + 2 : 1, nR = 0;
+    float **R = k3_xcalloc((size_t)nb, sizeof *R);
+    int rc = 0;
+    for (int i = 0; !rc && i < c->num_hidden_layers; i++) rc = run_layer(s, i, x, n, R, &nR, path);
+    if (!rc && c->attn_res_block_size) {
+        float *h = k3_xmalloc(sizeof(float) * (size_t)(n * D));
+        k3_attnres_mix(R, nR, x, m->w_out, n, D, c->rms_norm_eps, h);
+        free(x);
+        x = h;
+    }
+    for (int j = 0; j < nR; j++) free(R[j]);
+    free(R);
+    if (!rc) {
+        s->len += n;
+        int64_t first = all ? 0 : n - 1;
+        k3_rmsnorm_rows(x + first * D, n - first, D, m->final_norm, c->rms_norm_eps, x + first * D);
+        if (logits) k3_matmul(&m->head, x + first * D, n - first, logits);
+    }
+    (void)V;
+    free(x);
+    return rc;
+}
+
+int k3_forward(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, int all) {
+    return k3_forward_path(s, tokens, n, logits, all, 0);
+}

@@ -1,0 +1,123 @@
+/* model.h — internal structures of a loaded Kimi K3 model and of a sequence.
+ *
+ * Per-layer weights are k3_wmat views (so a tensor-parallel rank can hold row
+ * or column slices made with k3_wmat_rows/cols) plus small owned f32 vectors.
+ * Every row-parallel output (o_proj, down projections, the latent MoE sum
+ * before its norm) passes through model->reduce, the single place where a
+ * distributed build sums partial results across ranks; for one process it is
+ * a no-op. The block implementations live in kda.c, mla.c, moe.c and
+ * attnres.c; model.c loads the weights and runs the layers in order. */
+#ifndef K3_MODEL_MODEL_H
+#define K3_MODEL_MODEL_H
+
+#include "io/checkpoint.h"
+#include "k3.h"
+#include "quant/wmat.h"
+
+/* Sum buf[0..n) over all tensor-parallel ranks, in place. */
+typedef void (*k3_reduce_fn)(float *buf, int64_t n, void *ctx);
+
+typedef struct {
+    k3_wmat q, k, v;   /* [P, D] each (views of a fused qkv_proj when present) */
+    float *conv;       /* [3P, K] taps, q then k then v channels */
+    k3_wmat fa, fb;    /* forget gate low rank: [hd, D], [P, hd] */
+    k3_wmat b;         /* beta [H, D] */
+    k3_wmat g, ga, gb; /* output gate: full [P, D], or low rank [hd, D] + [P, hd] */
+    float *A;          /* exp(A_log[h]), [H] */
+    float *dt_bias;    /* [P] */
+    float *o_norm;     /* [hd] */
+    k3_wmat o;         /* [D, P] */
+} k3_kda_w;
+
+typedef struct {
+    k3_wmat qa, qb, q; /* q-LoRA [ql, D] + [nh*(nope+rope), ql], or q [nh*(nope+rope), D] */
+    float *qa_norm;    /* [ql] */
+    k3_wmat kva;       /* [r + rope, D] */
+    float *kva_norm;   /* [r] */
+    int uk_transposed; /* 1: uk[h] is W_UK^T [r, nope] (MLX embed_q), 0: W_UK [nope, r] */
+    k3_wmat *uk, *uv;  /* [nh] per-head views; uv[h] = W_UV [vd, r] */
+    k3_wmat g;         /* output gate [nh*vd, D] (if mla_use_output_gate) */
+    k3_wmat o;         /* [D, nh*vd] */
+} k3_mla_w;
+
+typedef struct {
+    k3_wmat gate, up, down; /* [I, D], [I, D], [D, I] */
+} k3_mlp_w;
+
+typedef struct {
+    k3_wmat router;           /* [E, D] */
+    float *bias;              /* e_score_correction_bias [E] */
+    k3_wmat lat_down, lat_up; /* [L, D], [D, L] when routed_expert_hidden_size */
+    float *lat_norm;          /* [L] when latent_moe_use_norm */
+    k3_wmat *eg, *eu, *ed;    /* [E] experts: gate/up [mi, X], down [X, mi] */
+    k3_mlp_w shared;          /* width mi * num_shared_experts */
+} k3_moe_w;
+
+typedef struct {
+    int is_kda, is_moe;
+    float *in_norm, *post_norm; /* [D] */
+    float *w_attn, *w_mlp;      /* AttnRes folded norm ⊙ proj [D] */
+    k3_kda_w kda;
+    k3_mla_w mla;
+    k3_mlp_w mlp;
+    k3_moe_w moe;
+} k3_layer;
+
+struct k3_model {
+    k3_ckpt ck;
+    const k3_config *c; /* = &ck.cfg */
+    k3_layer *L;
+    k3_wmat embed, head;
+    float *final_norm, *w_out; /* [D] each; w_out only with AttnRes */
+    k3_reduce_fn reduce;
+    void *reduce_ctx;
+    uint64_t weight_bytes, active_bytes;
+};
+
+typedef struct {
+    float *conv; /* KDA: [K-1, 3P], oldest row first */
+    float *S;    /* KDA: [H, hd(v), hd(k)] */
+    float *lat;  /* MLA: [cap, r] normalized latents */
+    float *kpe;  /* MLA: [cap, rope] */
+    int64_t n, cap;
+} k3_layer_cache;
+
+struct k3_seq {
+    k3_model *m;
+    int64_t len;
+    k3_layer_cache *lc;
+};
+
+/* Apply the all-reduce hook (no-op for a single process). */
+static inline void k3_model_reduce(const k3_model *m, float *buf, int64_t n) {
+    if (m->reduce) m->reduce(buf, n, m->reduce_ctx);
+}
+
+/* Blocks. x is the normalized input [T, D]; out is [T, D]. 0 or -1 + k3_errmsg. */
+void k3_kda_forward(const k3_model *m, const k3_layer *l, k3_layer_cache *c, const float *x,
+                    int64_t T, float *out);
+/* path: 0 = automatic (absorbed for T = 1, expanded otherwise), 'A' or 'B' to force one. */
+int k3_mla_forward(const k3_model *m, const k3_layer *l, k3_layer_cache *c, const float *x,
+                   int64_t T, float *out, int path);
+void k3_mlp_forward(const k3_model *m, const k3_mlp_w *w, const float *x, int64_t T, float *out);
+void k3_moe_forward(const k3_model *m, const k3_moe_w *w, const float *x, int64_t T, float *out);
+/* Router selection for one token: sel idx/weights [top_k] from logits [E]. */
+void k3_moe_select(const k3_config *c, const float *logits, const float *bias, int *idx,
+                   float *wts);
+/* AttnRes: out[t] = sum_j softmax_j(c_j[t].w / rms(c_j[t])) c_j[t] over R[0..n) and p. */
+void k3_attnres_mix(float *const *R, int n, const float *p, const float *w, int64_t T, int64_t D,
+                    double eps, float *out);
+
+/* k3_forward with a forced MLA path ('A' expanded, 'B' absorbed, 0 automatic); for tests. */
+int k3_forward_path(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, int all, int path);
+/* KDA pieces, exposed for unit tests: conv over [state; z] + SiLU, and one recurrence step. */
+void k3_kda_conv(float *z, int64_t T, int64_t ld, int64_t col0, int64_t C, const float *w, int K,
+                 float *state, int64_t sld);
+void k3_kda_step(float *S, int dk, int dv, const float *q, const float *k, const float *v,
+                 const float *alpha, float beta, float *y);
+
+/* Loader of one layer's weights (model_load.c). */
+int k3_layer_load(k3_model *m, int i, k3_layer *l);
+void k3_layer_free(k3_layer *l);
+
+#endif
