@@ -1,0 +1,94 @@
+/* xtml.c — the one table of XTML control tokens and tag names (see xtml.h). */
+#include "text/xtml.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/err.h"
+
+/* K3 control tokens: offset inside the tokenizer's control block and the K3
+ * spelling (tokenizer_config.json of moonshotai/Kimi-K3, chat.md §1.3). */
+static const struct {
+    int block_offset;
+    const char *k3_spelling;
+} ctrl_table[K3_XC_COUNT] = {
+    [K3_XC_EOM] = {2, "<|end_of_msg|>"},
+    [K3_XC_OPEN] = {3, "<|open|>"},
+    [K3_XC_CLOSE] = {4, "<|close|>"},
+    [K3_XC_SEP] = {5, "<|sep|>"},
+};
+
+static const char *const tag_table[K3_XT_COUNT] = {
+    [K3_XT_MESSAGE] = "message", [K3_XT_THINK] = "think", [K3_XT_RESPONSE] = "response",
+    [K3_XT_TOOLS] = "tools",     [K3_XT_CALL] = "call",   [K3_XT_ARGUMENT] = "argument",
+    [K3_XT_JSON] = "json",
+};
+
+/* Each structural marker = <|open|> or <|close|>, a tag name, <|sep|>. */
+static const struct {
+    k3_xtml_ctrl opener;
+    k3_xtml_tag tag;
+} marker_table[K3_XM_COUNT] = {
+    [K3_XM_THINK_OPEN] = {K3_XC_OPEN, K3_XT_THINK},
+    [K3_XM_THINK_CLOSE] = {K3_XC_CLOSE, K3_XT_THINK},
+    [K3_XM_RESP_OPEN] = {K3_XC_OPEN, K3_XT_RESPONSE},
+    [K3_XM_RESP_CLOSE] = {K3_XC_CLOSE, K3_XT_RESPONSE},
+    [K3_XM_TOOLS_OPEN] = {K3_XC_OPEN, K3_XT_TOOLS},
+    [K3_XM_TOOLS_CLOSE] = {K3_XC_CLOSE, K3_XT_TOOLS},
+    [K3_XM_MSG_CLOSE] = {K3_XC_CLOSE, K3_XT_MESSAGE},
+};
+
+const char *k3_xtml_tag_name(k3_xtml_tag t) {
+    return (unsigned)t < K3_XT_COUNT ? tag_table[t] : "";
+}
+
+const char *k3_xtml_image_placeholder(void) {
+    return "<|kimi_image_placeholder|>";
+}
+
+static int set_ctrl(k3_xtml *x, k3_xtml_ctrl c, const char *s, size_t len, int32_t id) {
+    if (len == 0 || len >= K3_XTML_SPELL_MAX)
+        return k3_seterr("control token %d has an unusable spelling (%zu bytes)", (int)id, len);
+    memcpy(x->ctrl[c], s, len);
+    x->ctrl[c][len] = 0;
+    x->ctrl_len[c] = len;
+    x->ctrl_id[c] = id;
+    return 0;
+}
+
+/* The tokenizer's spelling of control token c: the id at the K3 offset if
+ * it is named, else the id of the K3 spelling. */
+static int ctrl_from_tokenizer(k3_xtml *x, const k3_tokenizer *tok, k3_xtml_ctrl c) {
+    int32_t id = k3_tok_block_start(tok) + ctrl_table[c].block_offset;
+    size_t len = 0;
+    const char *s = k3_tok_is_special(tok, id) ? k3_tok_token_bytes(tok, id, &len) : NULL;
+    static const char reserved[] = "<|reserved_token_";
+    if (s && len > 0 && !(len >= sizeof reserved - 1 && !memcmp(s, reserved, sizeof reserved - 1)))
+        return set_ctrl(x, c, s, len, id);
+    id = k3_tok_special_id(tok, ctrl_table[c].k3_spelling);
+    if (id < 0)
+        return k3_seterr("tokenizer has no control token %s (needed by the chat format)",
+                         ctrl_table[c].k3_spelling);
+    return set_ctrl(x, c, ctrl_table[c].k3_spelling, strlen(ctrl_table[c].k3_spelling), id);
+}
+
+static void build_markers(k3_xtml *x) {
+    for (int m = 0; m < K3_XM_COUNT; m++) {
+        int n =
+            snprintf(x->marker[m], sizeof x->marker[m], "%s%s%s", x->ctrl[marker_table[m].opener],
+                     tag_table[marker_table[m].tag], x->ctrl[K3_XC_SEP]);
+        x->marker_len[m] = (size_t)n;
+    }
+}
+
+int k3_xtml_init(k3_xtml *x, const k3_tokenizer *tok) {
+    memset(x, 0, sizeof *x);
+    for (int c = 0; c < K3_XC_COUNT; c++) {
+        int rc = tok ? ctrl_from_tokenizer(x, tok, (k3_xtml_ctrl)c)
+                     : set_ctrl(x, (k3_xtml_ctrl)c, ctrl_table[c].k3_spelling,
+                                strlen(ctrl_table[c].k3_spelling), -1);
+        if (rc) return -1;
+    }
+    build_markers(x);
+    return 0;
+}

@@ -1,0 +1,444 @@
+/* test_text_chat.c — the XTML renderer against the worked examples of
+ * chat.md §2.8 (byte for byte), its variants and error cases, and the
+ * control-token id layout of the encoded prompts. */
+#include "t.h"
+
+#include <jansson.h>
+
+#include "base/err.h"
+#include "text/chat.h"
+#include "text/tokenizer.h"
+
+#define O "<|open|>"
+#define C "<|close|>"
+#define S "<|sep|>"
+#define E "<|end_of_msg|>"
+#define END C "message" S E
+
+#define EFFORT_BODY(e)                                                                             \
+    "`thinking_effort` guides on how much to think in your thinking channel (not including the "   \
+    "response channel), supported values include `low`, `medium`, `high`, and `max`.\nNow the "    \
+    "system is invoked with `thinking_effort=" e "`."
+#define EFFORT(e) O "message role=\"system\" type=\"thinking-effort\"" S EFFORT_BODY(e) END
+#define EFFORT_MAX EFFORT("max")
+#define GEN_THINK O "message role=\"assistant\"" S O "think" S
+#define GEN_RESP O "message role=\"assistant\"" S O "response" S
+
+static k3_xtml X;
+
+/* Render a request given as JSON text; NULL on error (message in k3_errmsg). */
+static char *render(const char *req_json) {
+    json_error_t jerr;
+    json_t *req = json_loads(req_json, 0, &jerr);
+    if (!req) {
+        printf("  bad test JSON: %s\n", jerr.text);
+        return NULL;
+    }
+    size_t len;
+    char *s = k3_chat_render(&X, req, &len);
+    json_decref(req);
+    return s;
+}
+
+static int same(const char *got, const char *want) {
+    if (!got) {
+        printf("  render failed: %s\n", k3_errmsg());
+        return 0;
+    }
+    if (!strcmp(got, want)) return 1;
+    size_t i = 0;
+    while (got[i] && got[i] == want[i]) i++;
+    printf("  first difference at byte %zu\n    got:  %.120s\n    want: %.120s\n", i, got + i,
+           want + i);
+    return 0;
+}
+
+static void check_render(const char *req, const char *want) {
+    char *got = render(req);
+    CHECK(same(got, want));
+    free(got);
+}
+
+static void check_error(const char *req, const char *needle) {
+    char *got = render(req);
+    CHECK(!got, "rendered although invalid: %s", req);
+    CHECK(strstr(k3_errmsg(), needle), "error '%s' lacks '%s'", k3_errmsg(), needle);
+    free(got);
+}
+
+TEST(example1_single_user_turn) {
+    check_render("{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}",
+                 EFFORT_MAX O "message role=\"user\"" S "Hi" END GEN_THINK);
+}
+
+#define EX2_MESSAGES                                                                               \
+    "[{\"role\":\"system\",\"content\":\"You are "                                                 \
+    "helpful\"},{\"role\":\"user\",\"content\":\"Hi\"},"                                           \
+    "{\"role\":\"assistant\",\"content\":\"Hello!\",\"reasoning_content\":\"think a bit\"},"       \
+    "{\"role\":\"user\",\"content\":\"Bye\"}]"
+
+TEST(example2_history_with_reasoning) {
+    check_render("{\"messages\":" EX2_MESSAGES "}",
+                 EFFORT_MAX O "message role=\"system\"" S "You are helpful" END O
+                              "message role=\"user\"" S "Hi" END O "message role=\"assistant\"" S O
+                              "think" S "think a bit" C "think" S O "response" S "Hello!" C
+                              "response" S END O "message role=\"user\"" S "Bye" END GEN_THINK);
+}
+
+TEST(example3_thinking_off) {
+    const char *want =
+        O "message role=\"system\"" S "You are helpful" END O "message role=\"user\"" S "Hi" END O
+          "message role=\"assistant\"" S O "response" S "Hello!" C "response" S END O
+          "message role=\"user\"" S "Bye" END GEN_RESP;
+    check_render("{\"chat_template_kwargs\":{\"thinking\":false},\"messages\":" EX2_MESSAGES "}",
+                 want);
+    check_render("{\"thinking\":{\"type\":\"disabled\"},\"messages\":" EX2_MESSAGES "}", want);
+    check_render("{\"enable_thinking\":false,\"messages\":" EX2_MESSAGES "}", want);
+    /* effort is ignored (not even validated) with thinking off */
+    check_render("{\"chat_template_kwargs\":{\"thinking\":false,\"thinking_effort\":\"medium\"},"
+                 "\"messages\":" EX2_MESSAGES "}",
+                 want);
+}
+
+TEST(assistant_without_reasoning_keeps_empty_think) {
+    check_render("{\"add_generation_prompt\":false,\"chat_template_kwargs\":{\"thinking_effort\":"
+                 "null},\"messages\":[{\"role\":\"assistant\",\"content\":\"Hello!\"}]}",
+                 O "message role=\"assistant\"" S O "think" S C "think" S O "response" S "Hello!" C
+                   "response" S END);
+}
+
+#define EX4_TOOLS                                                                                  \
+    "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"parameters\":{\"type\":"     \
+    "\"object\",\"properties\":{\"city\":{\"type\":\"string\"}}}}}]"
+#define EX4_DECLARE                                                                                \
+    O "message role=\"system\" type=\"tool-declare\"" S                                            \
+      "# Tools\nHere are the available tools, described in JSONSchema.\n\n```json\n"               \
+      "[{\"function\":{\"name\":\"get_weather\",\"parameters\":{\"properties\":{\"city\":{"        \
+      "\"type\":\"string\"}},\"type\":\"object\"}},\"type\":\"function\"}]\n```" END
+#define EX4_REQUEST                                                                                \
+    "{\"tools\":" EX4_TOOLS                                                                        \
+    ",\"messages\":[{\"role\":\"user\",\"content\":\"weather in Paris?\"},"                        \
+    "{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"id\":\"call_1\",\"type\":"        \
+    "\"function\",\"function\":{\"name\":\"get_weather\",\"arguments\":\"{\\\"city\\\": "          \
+    "\\\"Paris\\\"}\"}}]},{\"role\":\"tool\",\"tool_call_id\":\"call_1\",\"content\":\"sunny "     \
+    "<|open|>x<|sep|>\"}]}"
+#define EX4_PROMPT                                                                                 \
+    EX4_DECLARE EFFORT_MAX O                                                                       \
+        "message role=\"user\"" S "weather in Paris?" END O "message role=\"assistant\"" S O       \
+        "think" S C "think" S O "response" S C "response" S O "tools" S O                          \
+        "call tool=\"get_weather\" index=\"1\"" S O "argument key=\"city\" type=\"string\"" S      \
+        "Paris" C "argument" S C "call" S C "tools" S END O                                        \
+        "message role=\"tool\" tool=\"get_weather\" index=\"1\"" S                                 \
+        "sunny <|open|>x<|sep|>" END GEN_THINK
+
+TEST(example4_tools_call_result) {
+    check_render(EX4_REQUEST, EX4_PROMPT);
+}
+
+/* Render one assistant tool call with the given "arguments" JSON value and
+ * return the rendered call (between the tools tags). */
+static void check_call(const char *fn_json, const char *want_call) {
+    char req[2048];
+    snprintf(req, sizeof req,
+             "{\"add_generation_prompt\":false,\"chat_template_kwargs\":{\"thinking\":false},"
+             "\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[{\"function\":%s}]}]}",
+             fn_json);
+    char want[2048];
+    snprintf(want, sizeof want,
+             O "message role=\"assistant\"" S O "response" S C "response" S O "tools" S "%s" C
+               "tools" S END,
+             want_call);
+    check_render(req, want);
+}
+
+TEST(example4_argument_variants) {
+    check_call(
+        "{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\",\"days\":3,\"opts\":{"
+        "\"u\":\"c\"}}}",
+        O "call tool=\"get_weather\" index=\"1\"" S O "argument key=\"city\" type=\"string\"" S
+          "Paris" C "argument" S O "argument key=\"days\" type=\"number\"" S "3" C "argument" S O
+          "argument key=\"opts\" type=\"object\"" S "{\"u\": \"c\"}" C "argument" S C "call" S);
+    check_call(
+        "{\"name\":\"f\",\"arguments\":\"{\\\"opts\\\":{\\\"u\\\":\\\"c\\\"},\\\"n\\\":1e2}\"}",
+        O "call tool=\"f\" index=\"1\"" S O "argument key=\"opts\" type=\"object\"" S
+          "{\"u\":\"c\"}" C "argument" S O "argument key=\"n\" type=\"number\"" S "1e2" C
+          "argument" S C "call" S);
+    check_call("{\"name\":\"f\",\"arguments\":\"{\\\"a\\\": 1\"}",
+               O "call tool=\"f\" index=\"1\"" S O "json type=\"object\"" S "{\"a\": 1" C "json" S C
+                 "call" S);
+    check_call("{\"name\":\"a&b\\\"c\",\"arguments\":{\"k\\\"&\":\"v\"}}",
+               O "call tool=\"a&amp;b&quot;c\" index=\"1\"" S O
+                 "argument key=\"k&quot;&amp;\" type=\"string\"" S "v" C "argument" S C "call" S);
+}
+
+TEST(argument_value_types_and_dumps) {
+    /* dict values: booleans before numbers, json.dumps default separators,
+     * Python float repr, ensure_ascii=False, empty string -> no text */
+    check_call("{\"name\":\"f\",\"arguments\":{\"b\":true,\"z\":null,\"x\":1.5,\"y\":1e-5,"
+               "\"w\":[1,\"two\",{\"k\":2.0}],\"e\":\"\",\"u\":\"\\u00e9\"}}",
+               O "call tool=\"f\" index=\"1\"" S O "argument key=\"b\" type=\"boolean\"" S "true" C
+                 "argument" S O "argument key=\"z\" type=\"null\"" S "null" C "argument" S O
+                 "argument key=\"x\" type=\"number\"" S "1.5" C "argument" S O
+                 "argument key=\"y\" type=\"number\"" S "1e-05" C "argument" S O
+                 "argument key=\"w\" type=\"array\"" S "[1, \"two\", {\"k\": 2.0}]" C "argument" S O
+                 "argument key=\"e\" type=\"string\"" S C "argument" S O
+                 "argument key=\"u\" type=\"string\"" S "\xc3\xa9" C "argument" S C "call" S);
+    /* string arguments: literal slices, decoded strings, duplicates kept,
+     * trailing text after the object ignored, NaN accepted */
+    check_call("{\"name\":\"f\",\"arguments\":\" {\\\"a\\\" : [1,2] , \\\"s\\\":\\\"x\\\\ny\\\","
+               "\\\"a\\\":NaN} trailing\"}",
+               O "call tool=\"f\" index=\"1\"" S O "argument key=\"a\" type=\"array\"" S "[1,2]" C
+                 "argument" S O "argument key=\"s\" type=\"string\"" S "x\ny" C "argument" S O
+                 "argument key=\"a\" type=\"number\"" S "NaN" C "argument" S C "call" S);
+    check_call("{\"name\":\"f\",\"arguments\":\"{}\"}",
+               O "call tool=\"f\" index=\"1\"" S C "call" S);
+    check_call("{\"name\":\"f\",\"arguments\":\"\"}", O "call tool=\"f\" index=\"1\"" S C "call" S);
+    check_call("{\"name\":\"f\",\"arguments\":null}", O "call tool=\"f\" index=\"1\"" S C "call" S);
+    check_call("{\"name\":\"f\",\"arguments\":\"[1]\"}",
+               O "call tool=\"f\" index=\"1\"" S O "json type=\"object\"" S "[1]" C "json" S C
+                 "call" S);
+    check_call("{\"name\":\"f\",\"arguments\":\"{\\\"a\\\":01}\"}",
+               O "call tool=\"f\" index=\"1\"" S O "json type=\"object\"" S "{\"a\":01}" C
+                 "json" S C "call" S);
+}
+
+TEST(example5_tool_choice_response_format) {
+    check_render(
+        "{\"tool_choice\":\"required\",\"response_format\":{\"type\":\"json_object\"},\"chat_"
+        "template_kwargs\":{\"thinking_effort\":null},\"messages\":[]}",
+        O "message role=\"system\" type=\"tool-choice\"" S
+          "The system is invoked with `tool_choice=required`.\nYou MUST call tools in the next "
+          "message." END O "message role=\"system\" type=\"response-format\"" S
+          "The system is invoked with `response_format=json_object`.\nYour response must be raw "
+          "JSON data without markdown code blocks (```json) or any additional formatting." END
+              GEN_THINK);
+    check_render("{\"tool_choice\":\"none\",\"response_format\":\"text\",\"chat_template_kwargs\":{"
+                 "\"thinking\":false},\"messages\":[]}",
+                 O "message role=\"system\" type=\"tool-choice\"" S
+                   "The system is invoked with `tool_choice=none`.\nYou MUST NOT call any tools in "
+                   "the next message." END GEN_RESP);
+    check_render("{\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}},\"tool_"
+                 "choice_unused\":1,\"chat_template_kwargs\":{\"thinking\":false},\"messages\":[]}",
+                 GEN_RESP);
+}
+
+TEST(json_schema_response_format) {
+    const char *pre = O "message role=\"system\" type=\"response-format\"" S
+                        "The system is invoked with `response_format=json_schema`.\nYour response "
+                        "must be raw JSON data without markdown code blocks (```json) or any "
+                        "additional formatting.\nThe JSON data must match the following schema:\n"
+                        "```json\n";
+    char want[1024];
+    /* keys sorted recursively: {"a":..,"b":..}; arrays keep order */
+    snprintf(want, sizeof want, "%s{\"a\":{\"x\":true,\"y\":[2,1]},\"b\":1}\n```" END GEN_RESP,
+             pre);
+    check_render("{\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"n\","
+                 "\"schema\":{\"b\":1,\"a\":{\"y\":[2,1],\"x\":true}}}},\"chat_template_kwargs\":{"
+                 "\"thinking\":false},\"messages\":[]}",
+                 want);
+    snprintf(want, sizeof want, "%snull\n```" END GEN_RESP, pre);
+    check_render("{\"response_format\":{\"type\":\"json_schema\"},\"chat_template_kwargs\":{"
+                 "\"thinking\":false},\"messages\":[]}",
+                 want);
+}
+
+TEST(example6_named_user) {
+    check_render("{\"chat_template_kwargs\":{\"thinking\":false},\"add_generation_prompt\":false,"
+                 "\"messages\":[{\"role\":\"user\",\"name\":\".hidden\",\"content\":\"Hi\"}]}",
+                 O "message role=\"user\" name=\".hidden\"" S "Hi" END);
+    /* falsy name -> no attribute; non-string name -> str() */
+    check_render("{\"chat_template_kwargs\":{\"thinking\":false},\"add_generation_prompt\":false,"
+                 "\"messages\":[{\"role\":\"user\",\"name\":\"\",\"content\":\"a\"},{\"role\":"
+                 "\"system\",\"name\":7,\"content\":\"b\"}]}",
+                 O "message role=\"user\"" S "a" END O "message role=\"system\" name=\"7\"" S
+                   "b" END);
+}
+
+TEST(efforts_and_generation_prompt) {
+    check_render("{\"reasoning_effort\":\"low\",\"messages\":[]}", EFFORT("low") GEN_THINK);
+    check_render("{\"reasoning_effort\":\"medium\",\"messages\":[]}", EFFORT("high") GEN_THINK);
+    check_render("{\"reasoning_effort\":\"minimal\",\"messages\":[]}", EFFORT("low") GEN_THINK);
+    check_render("{\"chat_template_kwargs\":{\"thinking_effort\":\"high\"},\"reasoning_effort\":"
+                 "\"low\",\"messages\":[]}",
+                 EFFORT("high") GEN_THINK);
+    check_render("{\"add_generation_prompt\":false,\"messages\":[]}", EFFORT_MAX);
+    check_error("{\"chat_template_kwargs\":{\"thinking_effort\":\"medium\"},\"messages\":[]}",
+                "thinking_effort");
+    check_error("{\"reasoning_effort\":\"huge\",\"messages\":[]}", "thinking_effort");
+}
+
+TEST(content_parts_and_images) {
+    check_render(
+        "{\"chat_template_kwargs\":{\"thinking\":false},\"add_generation_prompt\":false,"
+        "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"first "
+        "\"},{\"type\":\"image_url\",\"image_url\":{\"url\":\"x\"}},{\"type\":\"text\","
+        "\"text\":\"second\"}]},{\"role\":\"user\",\"content\":null}]}",
+        O "message role=\"user\"" S "first <|kimi_image_placeholder|>second" END O
+          "message role=\"user\"" S END);
+    check_error("{\"messages\":[{\"role\":\"user\",\"content\":[{\"text\":\"a\"}]}]}",
+                "messages[0].content[0].type");
+    check_error("{\"messages\":[{\"role\":\"user\",\"content\":[\"a\"]}]}",
+                "messages[0].content[0]");
+    check_error("{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\"}]}]}",
+                "content[0].text");
+    check_error("{\"messages\":[{\"role\":\"user\",\"content\":5}]}", "messages[0].content");
+}
+
+TEST(dynamic_tools_system_message) {
+    check_render(
+        "{\"chat_template_kwargs\":{\"thinking\":false},\"add_generation_prompt\":false,"
+        "\"messages\":[{\"role\":\"system\",\"content\":\"ignored\",\"tools\":[{\"b\":1,"
+        "\"a\":\"\\u00fc/\\n\"}]}]}",
+        O "message role=\"system\" type=\"tool-declare\"" S
+          "## New Tools Available\nThe system dynamically extends the toolset via "
+          "lazy-loading.\nYou have access to all existing and extended tools.\nHere are the "
+          "specs for the extended tools.\n\n```json\n[{\"a\":\"\xc3\xbc/\\n\",\"b\":1}]\n```" END);
+    /* static declaration precedes a leading system message */
+    check_render(
+        "{\"tools\":" EX4_TOOLS ",\"chat_template_kwargs\":{\"thinking\":false},\"add_"
+        "generation_prompt\":false,\"messages\":[{\"role\":\"system\",\"content\":\"s\"}]}",
+        EX4_DECLARE O "message role=\"system\"" S "s" END);
+}
+
+TEST(tool_results_reordered_and_named) {
+    const char *head =
+        "{\"chat_template_kwargs\":{\"thinking\":false},\"add_generation_prompt\":"
+        "false,\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"a\","
+        "\"function\":{\"name\":\"fa\"}},{\"id\":\"b\",\"function\":{\"name\":\"fb\"}"
+        "}]},";
+    const char *asst = O "message role=\"assistant\"" S O "response" S C "response" S O "tools" S O
+                         "call tool=\"fa\" index=\"1\"" S C "call" S O
+                         "call tool=\"fb\" index=\"2\"" S C "call" S C "tools" S END;
+    char req[1024], want[2048];
+    /* all ids match: sorted by call position, names taken from the calls */
+    snprintf(req, sizeof req,
+             "%s{\"role\":\"tool\",\"tool_call_id\":\"b\",\"name\":\"zz\",\"content\":\"B\"},"
+             "{\"role\":\"tool\",\"tool_call_id\":\"a\",\"content\":\"A\"}]}",
+             head);
+    snprintf(want, sizeof want,
+             "%s" O "message role=\"tool\" tool=\"fa\" index=\"1\"" S "A" END O
+             "message role=\"tool\" tool=\"fb\" index=\"2\"" S "B" END,
+             asst);
+    check_render(req, want);
+    /* one id unknown: run left as given; names from "name" or by position */
+    snprintf(req, sizeof req,
+             "%s{\"role\":\"tool\",\"tool_call_id\":\"b\",\"name\":\"zz\",\"content\":\"B\"},"
+             "{\"role\":\"tool\",\"tool_call_id\":\"q\",\"content\":\"A\"}]}",
+             head);
+    snprintf(want, sizeof want,
+             "%s" O "message role=\"tool\" tool=\"zz\" index=\"1\"" S "B" END O
+             "message role=\"tool\" tool=\"fb\" index=\"2\"" S "A" END,
+             asst);
+    check_render(req, want);
+    check_error("{\"messages\":[{\"role\":\"tool\",\"content\":\"x\"}]}", "messages[0]");
+}
+
+TEST(bad_requests_name_the_field) {
+    check_error("{}", "messages");
+    check_error("[]", "request");
+    check_error("{\"messages\":{}}", "messages");
+    check_error("{\"messages\":[3]}", "messages[0]");
+    check_error("{\"messages\":[{\"content\":\"x\"}]}", "messages[0].role");
+    check_error("{\"messages\":[{\"role\":\"developer\",\"content\":\"x\"}]}", "developer");
+    check_error("{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[{\"function\":{}}]}]}",
+                "messages[0].tool_calls[0].function.name");
+    check_error("{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[{\"function\":{\"name\":"
+                "\"f\",\"arguments\":3}}]}]}",
+                "arguments");
+    check_error("{\"tools\":{},\"messages\":[]}", "tools");
+    check_error("{\"chat_template_kwargs\":{\"thinking\":1},\"messages\":[]}", "thinking");
+}
+
+/* ---- ids: control segments become control ids, text stays bytes ----------- */
+
+static const int32_t EFFORT_IDS[] = {
+    163587, 2778,   6244,   878,    14062, 1,      1798,  878,   130400, 59991, 470,    1,
+    163589, 63,     130400, 123074, 470,   63,     28560, 418,   1632,   2455,  308,    2704,
+    306,    651,    9545,   8491,   347,   2976,   3411,  276,   4503,   8491,  904,    9141,
+    4661,   3867,   1268,   1332,   5713,  1268,   50004, 5713,  1268,   19421, 5713,   316,
+    1268,   5354,   16518,  10048,  276,   2403,   387,   42070, 472,    1268,  130400, 123074,
+    470,    105281, 11369,  163588, 2778,  163589, 163586};
+static const int32_t EX1_TAIL[] = {163587, 2778, 6244,   878,    2482,   1,     163589, 18699,
+                                   163588, 2778, 163589, 163586, 163587, 2778,  6244,   878,
+                                   69702,  1,    163589, 163587, 39964,  163589};
+static const int32_t EX4_TAIL[] = {
+    163587, 2778,   6244,   878,    69702,  1,      163589, 163587, 39964,  163589, 163588, 39964,
+    163589, 163587, 12092,  163589, 163588, 12092,  163589, 163587, 25385,  163589, 163587, 10257,
+    4453,   878,    618,    21055,  2800,   1,      4002,   878,    16,     1,      163589, 163587,
+    47185,  2355,   878,    37666,  1,      1798,   878,    2033,   1,      163589, 113476, 163588,
+    47185,  163589, 163588, 10257,  163589, 163588, 25385,  163589, 163588, 2778,   163589, 163586,
+    163587, 2778,   6244,   878,    20960,  1,      4453,   878,    618,    21055,  2800,   1,
+    4002,   878,    16,     1,      163589, 82,     38975,  22652,  4454,   91,     29,     87,
+    27,     91,     40433,  91,     29,     163588, 2778,   163589, 163586, 163587, 2778,   6244,
+    878,    69702,  1,      163589, 163587, 39964,  163589};
+
+/* The control ids (>= 163584) of a vector, in order. */
+static size_t control_ids(const int32_t *v, size_t n, int32_t *out) {
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i] >= 163584) out[m++] = v[i];
+    return m;
+}
+
+static void check_ids(const char *req_json, const int32_t *const *parts, const size_t *lens,
+                      size_t nparts) {
+    k3_tokenizer *tok = k3_tok_byte_level(163840);
+    CHECK(tok != NULL, "%s", k3_errmsg());
+    if (!tok) return;
+    json_t *req = json_loads(req_json, 0, NULL);
+    k3_ids ids = {0};
+    CHECK(k3_chat_encode(tok, req, &ids) == 0, "%s", k3_errmsg());
+    int32_t want[1024], got[1024];
+    size_t nw = 0;
+    for (size_t p = 0; p < nparts; p++) nw += control_ids(parts[p], lens[p], want + nw);
+    size_t ng = ids.n <= 4096 ? control_ids(ids.ids, ids.n, got) : 0;
+    CHECK(ng == nw, "control ids: got %zu want %zu", ng, nw);
+    for (size_t i = 0; i < ng && i < nw; i++) CHECK(got[i] == want[i], "control id %zu", i);
+    /* decoding with specials kept gives back the rendered prompt */
+    size_t dl, rl;
+    char *dec = k3_tok_decode_bytes(tok, ids.ids, ids.n, 0, &dl);
+    char *ren = k3_chat_render(&X, req, &rl);
+    CHECK(dec && ren && dl == rl && !memcmp(dec, ren, rl), "decode(encode(prompt)) != prompt");
+    free(dec);
+    free(ren);
+    k3_ids_free(&ids);
+    json_decref(req);
+    k3_tok_free(tok);
+}
+
+TEST(ids_example1_control_layout) {
+    const int32_t *parts[] = {EFFORT_IDS, EX1_TAIL};
+    size_t lens[] = {sizeof EFFORT_IDS / 4, sizeof EX1_TAIL / 4};
+    check_ids("{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}", parts, lens, 2);
+}
+
+TEST(ids_example4_control_layout_no_injection) {
+    /* declare: open, sep (body is text), close, sep, eom */
+    static const int32_t declare[] = {163587, 163589, 163588, 163589, 163586};
+    static const int32_t user[] = {163587, 163589, 163588, 163589, 163586};
+    const int32_t *parts[] = {declare, EFFORT_IDS, user, EX4_TAIL};
+    size_t lens[] = {5, sizeof EFFORT_IDS / 4, 5, sizeof EX4_TAIL / 4};
+    check_ids(EX4_REQUEST, parts, lens, 4);
+}
+
+int main(void) {
+    if (k3_xtml_init(&X, NULL)) return 1;
+    RUN(example1_single_user_turn);
+    RUN(example2_history_with_reasoning);
+    RUN(example3_thinking_off);
+    RUN(assistant_without_reasoning_keeps_empty_think);
+    RUN(example4_tools_call_result);
+    RUN(example4_argument_variants);
+    RUN(argument_value_types_and_dumps);
+    RUN(example5_tool_choice_response_format);
+    RUN(json_schema_response_format);
+    RUN(example6_named_user);
+    RUN(efforts_and_generation_prompt);
+    RUN(content_parts_and_images);
+    RUN(dynamic_tools_system_message);
+    RUN(tool_results_reordered_and_named);
+    RUN(bad_requests_name_the_field);
+    RUN(ids_example1_control_layout);
+    RUN(ids_example4_control_layout_no_injection);
+    return t_done();
+}
