@@ -4,6 +4,7 @@
 
 #include "base/err.h"
 #include "base/mem.h"
+#include "gen/rng.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -20,7 +21,7 @@ typedef struct {
 struct k3_sampler {
     k3_sampler_params p;
     int vocab;
-    uint64_t rng[4];
+    k3_rng rng;
     int32_t *ring; /* last rep_context accepted tokens */
     int ring_n, ring_pos;
     float *pen;      /* logits after the repetition penalty */
@@ -54,37 +55,16 @@ int k3_sampler_check(const k3_sampler_params *p) {
     return 0;
 }
 
-/* ---- xoshiro256** seeded through splitmix64 ---- */
-
-static uint64_t splitmix64(uint64_t *x) {
-    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static uint64_t rotl(uint64_t x, int k) {
-    return (x << k) | (x >> (64 - k));
-}
-
 uint64_t k3_sampler_next_u64(k3_sampler *s) {
-    uint64_t *r = s->rng, out = rotl(r[1] * 5, 7) * 9, t = r[1] << 17;
-    r[2] ^= r[0];
-    r[3] ^= r[1];
-    r[1] ^= r[2];
-    r[0] ^= r[3];
-    r[2] ^= t;
-    r[3] = rotl(r[3], 45);
-    return out;
+    return k3_rng_u64(&s->rng);
 }
 
 static double next_unit(k3_sampler *s) {
-    return (double)(k3_sampler_next_u64(s) >> 11) * 0x1p-53;
+    return k3_rng_unit(&s->rng);
 }
 
 static void seed_rng(k3_sampler *s) {
-    uint64_t x = s->p.seed;
-    for (int i = 0; i < 4; i++) s->rng[i] = splitmix64(&x);
+    k3_rng_seed(&s->rng, s->p.seed);
 }
 
 k3_sampler *k3_sampler_new(const k3_sampler_params *p, int vocab) {
