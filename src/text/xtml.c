@@ -72,6 +72,16 @@ static int ctrl_from_tokenizer(k3_xtml *x, const k3_tokenizer *tok, k3_xtml_ctrl
     return set_ctrl(x, c, ctrl_table[c].k3_spelling, strlen(ctrl_table[c].k3_spelling), id);
 }
 
+size_t k3_xtml_open_prefix(const k3_xtml *x, k3_xtml_tag tag, char *buf) {
+    return (size_t)snprintf(buf, K3_XTML_MARKER_MAX, "%s%s", x->ctrl[K3_XC_OPEN],
+                            k3_xtml_tag_name(tag));
+}
+
+size_t k3_xtml_close_tag(const k3_xtml *x, k3_xtml_tag tag, char *buf) {
+    return (size_t)snprintf(buf, K3_XTML_MARKER_MAX, "%s%s%s", x->ctrl[K3_XC_CLOSE],
+                            k3_xtml_tag_name(tag), x->ctrl[K3_XC_SEP]);
+}
+
 static void build_markers(k3_xtml *x) {
     for (int m = 0; m < K3_XM_COUNT; m++) {
         int n =

@@ -66,6 +66,12 @@ typedef struct {
  * Returns 0, or -1 + k3_errmsg when the tokenizer lacks a control token. */
 int k3_xtml_init(k3_xtml *x, const k3_tokenizer *tok);
 
+/* "<|open|>" + tag (the start of an opening tag, attributes follow) and
+ * "<|close|>" + tag + "<|sep|>" (a closing tag), NUL-terminated into buf
+ * (K3_XTML_MARKER_MAX bytes). Return the length. */
+size_t k3_xtml_open_prefix(const k3_xtml *x, k3_xtml_tag tag, char *buf);
+size_t k3_xtml_close_tag(const k3_xtml *x, k3_xtml_tag tag, char *buf);
+
 /* The name of a tag ("message", "think", ...). */
 const char *k3_xtml_tag_name(k3_xtml_tag t);
 

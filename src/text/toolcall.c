@@ -1,0 +1,244 @@
+/* toolcall.c — tool-call section parser (see toolcall.h, chat.md §3.4). */
+#include "text/toolcall.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "base/mem.h"
+#include "text/pyjson.h"
+#include "text/tokenizer.h"
+
+/* A JSON string of s[0..n); invalid UTF-8 (possible in raw model output)
+ * is replaced like Python's errors="replace" first. */
+static json_t *jstr(const char *s, size_t n) {
+    json_t *j = json_stringn(s, n);
+    if (j) return j;
+    size_t cl;
+    char *clean = k3_utf8_sanitize(s, n, &cl);
+    j = json_stringn(clean, cl);
+    free(clean);
+    return j ? j : json_string("");
+}
+
+/* obj[key[0..kn)] = v, with the key made valid UTF-8 if needed. */
+static void set_key(json_t *obj, const char *key, size_t kn, json_t *v) {
+    size_t cl;
+    char *clean = k3_utf8_sanitize(key, kn, &cl);
+    json_object_setn_new(obj, clean, cl, v);
+    free(clean);
+}
+
+/* A block <|open|>TAG attrs <|sep|> body <|close|>TAG<|sep|> located in a text. */
+typedef struct {
+    size_t attrs, attrs_end, body, body_end, end;
+} block;
+
+static const char *find(const char *s, size_t n, size_t from, const char *pat, size_t plen) {
+    if (from > n) return NULL;
+    return memmem(s + from, n - from, pat, plen);
+}
+
+/* The first complete block of tag at or after from: the attribute span runs
+ * to the first <|sep|>, the body to the first closing tag after it. As with
+ * the reference regex, if the first opening cannot complete no later one
+ * can either. Returns 1 found, 0 none complete. */
+static int find_block(const k3_xtml *x, k3_xtml_tag tag, const char *s, size_t n, size_t from,
+                      block *b) {
+    char open[K3_XTML_MARKER_MAX], close[K3_XTML_MARKER_MAX];
+    size_t ol = k3_xtml_open_prefix(x, tag, open), cl = k3_xtml_close_tag(x, tag, close);
+    const char *sep_s = x->ctrl[K3_XC_SEP];
+    size_t sl = x->ctrl_len[K3_XC_SEP];
+    const char *o = find(s, n, from, open, ol);
+    if (!o) return 0;
+    b->attrs = (size_t)(o - s) + ol;
+    const char *sep = find(s, n, b->attrs, sep_s, sl);
+    if (!sep) return 0;
+    b->attrs_end = (size_t)(sep - s);
+    b->body = b->attrs_end + sl;
+    const char *c = find(s, n, b->body, close, cl);
+    if (!c) return 0;
+    b->body_end = (size_t)(c - s);
+    b->end = b->body_end + cl;
+    return 1;
+}
+
+/* ---- attributes: NAME="VALUE" with NAME = [\p{L}\p{N}_]+ ------------------- */
+
+static pcre2_code *attr_re;
+static pthread_once_t attr_once = PTHREAD_ONCE_INIT;
+
+static void compile_attr_re(void) {
+    int err;
+    PCRE2_SIZE off;
+    attr_re = pcre2_compile((PCRE2_SPTR) "([\\p{L}\\p{N}_]+)=\"([^\"]*)\"", PCRE2_ZERO_TERMINATED,
+                            PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &err, &off, NULL);
+}
+
+/* VALUE with &quot; -> " first, then &amp; -> & (inverse of the renderer). */
+static char *unescape(const char *v, size_t n) {
+    k3_buf a = {0}, b = {0};
+    for (size_t i = 0; i < n;) {
+        if (n - i >= 6 && !memcmp(v + i, "&quot;", 6)) {
+            k3_buf_putc(&a, '"');
+            i += 6;
+        } else
+            k3_buf_putc(&a, v[i++]);
+    }
+    for (size_t i = 0; i < a.n;) {
+        if (a.n - i >= 5 && !memcmp(a.s + i, "&amp;", 5)) {
+            k3_buf_putc(&b, '&');
+            i += 5;
+        } else
+            k3_buf_putc(&b, a.s[i++]);
+    }
+    k3_buf_free(&a);
+    k3_buf_put(&b, "", 0);
+    return b.s;
+}
+
+/* Attributes of s[0..n) as a JSON object of strings (later duplicates win). */
+static json_t *parse_attrs(const char *raw, size_t rawn) {
+    pthread_once(&attr_once, compile_attr_re);
+    json_t *attrs = json_object();
+    if (!attr_re) return attrs;
+    size_t n;
+    char *s = k3_utf8_sanitize(raw, rawn, &n); /* the regex never matches invalid UTF-8 */
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(attr_re, NULL);
+    size_t at = 0;
+    while (at <= n && pcre2_match(attr_re, (PCRE2_SPTR)s, n, at, 0, md, NULL) >= 0) {
+        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+        char *val = unescape(s + ov[4], ov[5] - ov[4]);
+        json_object_setn_new(attrs, s + ov[2], ov[3] - ov[2], jstr(val, strlen(val)));
+        free(val);
+        at = ov[1];
+    }
+    pcre2_match_data_free(md);
+    free(s);
+    return attrs;
+}
+
+/* A non-empty string attribute, or NULL. */
+static const char *attr(const json_t *attrs, const char *name) {
+    const char *v = json_string_value(json_object_get(attrs, name));
+    return v && *v ? v : NULL;
+}
+
+/* ---- arguments --------------------------------------------------------------- */
+
+/* Typed value: strings raw; others JSON-decoded, the raw string on failure. */
+static json_t *argument_value(const char *type, const char *v, size_t n) {
+    if (!strcmp(type, "string")) return jstr(v, n);
+    json_t *j = json_loadb(v, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+    return j ? j : jstr(v, n);
+}
+
+/* Argument blocks of a call body into an object; -1 when one lacks its key. */
+static int parse_arguments(const k3_xtml *x, const char *s, size_t lo, size_t hi, json_t *args) {
+    block b;
+    while (find_block(x, K3_XT_ARGUMENT, s, hi, lo, &b)) {
+        json_t *attrs = parse_attrs(s + b.attrs, b.attrs_end - b.attrs);
+        const json_t *key = json_object_get(attrs, "key");
+        const char *type = json_string_value(json_object_get(attrs, "type"));
+        if (!key) {
+            json_decref(attrs);
+            return -1;
+        }
+        set_key(args, json_string_value(key), json_string_length(key),
+                argument_value(type ? type : "string", s + b.body, b.body_end - b.body));
+        json_decref(attrs);
+        lo = b.end;
+    }
+    return 0;
+}
+
+/* A json block's text must decode to an object. NULL when malformed. */
+static json_t *parse_json_block(const char *s, const block *b) {
+    json_t *j =
+        json_loadb(s + b->body, b->body_end - b->body, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+    if (json_is_object(j)) return j;
+    json_decref(j);
+    return NULL;
+}
+
+/* One call block into *call. 1 valid, 0 malformed. */
+static int parse_call(const k3_xtml *x, const char *s, const block *cb, k3_tool_call *call) {
+    json_t *attrs = parse_attrs(s + cb->attrs, cb->attrs_end - cb->attrs);
+    const char *name = attr(attrs, "tool");
+    json_t *args = NULL;
+    block jb;
+    if (name && find_block(x, K3_XT_JSON, s, cb->body_end, cb->body, &jb)) {
+        args = parse_json_block(s, &jb);
+    } else if (name) {
+        args = json_object();
+        if (parse_arguments(x, s, cb->body, cb->body_end, args)) {
+            json_decref(args);
+            args = NULL;
+        }
+    }
+    if (args) {
+        call->name = k3_xstrdup(name);
+        call->arguments = args;
+    }
+    json_decref(attrs);
+    return args != NULL;
+}
+
+int k3_toolcall_next(const k3_xtml *x, const char *s, size_t n, size_t *pos, k3_tool_call *call) {
+    block cb;
+    memset(call, 0, sizeof *call);
+    if (!find_block(x, K3_XT_CALL, s, n, *pos, &cb)) return -1;
+    *pos = cb.end;
+    return parse_call(x, s, &cb, call);
+}
+
+static void calls_push(k3_tool_calls *c, k3_tool_call v) {
+    if (c->n == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 4;
+        c->v = k3_xrealloc(c->v, c->cap * sizeof *c->v);
+    }
+    c->v[c->n++] = v;
+}
+
+int k3_toolcall_parse(const k3_xtml *x, const char *s, size_t n, k3_tool_calls *out) {
+    size_t pos = 0;
+    int found = 0, rc;
+    k3_tool_call call;
+    while ((rc = k3_toolcall_next(x, s, n, &pos, &call)) >= 0)
+        if (rc == 1) {
+            calls_push(out, call);
+            found++;
+        }
+    if (!found) return k3_seterr("tools section: no tool call found (%zu bytes, no valid call)", n);
+    return found;
+}
+
+char *k3_toolcall_arguments_json(const k3_tool_call *c) {
+    return k3_pyjson_dumps(c->arguments, K3_PYJSON_DEFAULT, NULL);
+}
+
+json_t *k3_tool_calls_json(const k3_tool_calls *calls) {
+    json_t *arr = json_array();
+    for (size_t i = 0; i < calls->n; i++) {
+        char *args = k3_toolcall_arguments_json(&calls->v[i]);
+        json_array_append_new(arr,
+                              json_pack("{s:s, s:s}", "name", calls->v[i].name, "arguments", args));
+        free(args);
+    }
+    return arr;
+}
+
+void k3_tool_call_free(k3_tool_call *c) {
+    free(c->name);
+    json_decref(c->arguments);
+    memset(c, 0, sizeof *c);
+}
+
+void k3_tool_calls_free(k3_tool_calls *calls) {
+    for (size_t i = 0; i < calls->n; i++) k3_tool_call_free(&calls->v[i]);
+    free(calls->v);
+    memset(calls, 0, sizeof *calls);
+}

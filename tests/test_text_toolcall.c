@@ -1,0 +1,152 @@
+/* test_text_toolcall.c — the tool-call section parser against the cases of
+ * chat.md §3.4 (mlx-lm test_kimi_k3 + json blocks) and the API argument
+ * JSON of §3.5. */
+#include "t.h"
+
+#include "base/err.h"
+#include "text/toolcall.h"
+
+#define O "<|open|>"
+#define C "<|close|>"
+#define S "<|sep|>"
+#define ARG(k, t, v) O "argument key=\"" k "\" type=\"" t "\"" S v C "argument" S
+#define CALL(attrs, body) O "call" attrs S body C "call" S
+
+static k3_xtml X;
+
+/* Parse and compare with the expected [{"name","arguments"}] JSON text. */
+static void check_parse(const char *section, const char *want_json) {
+    k3_tool_calls calls = {0};
+    int n = k3_toolcall_parse(&X, section, strlen(section), &calls);
+    CHECK(n >= 0, "parse failed: %s", k3_errmsg());
+    json_t *got = k3_tool_calls_json(&calls);
+    char *gs = json_dumps(got, JSON_COMPACT);
+    CHECK(!strcmp(gs, want_json), "\n    got:  %s\n    want: %s", gs, want_json);
+    free(gs);
+    json_decref(got);
+    k3_tool_calls_free(&calls);
+}
+
+static void check_none(const char *section) {
+    k3_tool_calls calls = {0};
+    CHECK(k3_toolcall_parse(&X, section, strlen(section), &calls) == -1, "parsed: %s", section);
+    CHECK(calls.n == 0);
+    CHECK(strstr(k3_errmsg(), "no tool call"), "%s", k3_errmsg());
+    k3_tool_calls_free(&calls);
+}
+
+TEST(typed_number_arguments) {
+    check_parse(CALL(" tool=\"multiply\" index=\"1\"",
+                     ARG("a", "number", "12234585") ARG("b", "number", "48838483920")),
+                "[{\"name\":\"multiply\",\"arguments\":\"{\\\"a\\\": 12234585, \\\"b\\\": "
+                "48838483920}\"}]");
+}
+
+TEST(string_that_looks_like_json_and_other_types) {
+    check_parse(CALL(" tool=\"search\" index=\"1\"",
+                     ARG("query", "string", "{\"not\": \"json\"}") ARG("limit", "number", "5")
+                         ARG("safe", "boolean", "true") ARG("filters", "array", "[\"a\",\"b\"]")
+                             ARG("none", "null", "null") ARG("f", "number", "1e2")
+                                 ARG("bad", "number", "12abc") ARG("raw", "string", " x&amp; \n")),
+                "[{\"name\":\"search\",\"arguments\":\"{\\\"query\\\": \\\"{\\\\\\\"not\\\\\\\": "
+                "\\\\\\\"json\\\\\\\"}\\\", \\\"limit\\\": 5, \\\"safe\\\": true, \\\"filters\\\": "
+                "[\\\"a\\\", \\\"b\\\"], \\\"none\\\": null, \\\"f\\\": 100.0, \\\"bad\\\": "
+                "\\\"12abc\\\", \\\"raw\\\": \\\" x&amp; \\\\n\\\"}\"}]");
+}
+
+TEST(json_block) {
+    check_parse(CALL(" tool=\"get_weather\" index=\"1\"",
+                     O "json type=\"object\"" S "{\"city\": \"Tokyo\"}" C "json" S),
+                "[{\"name\":\"get_weather\",\"arguments\":\"{\\\"city\\\": \\\"Tokyo\\\"}\"}]");
+    /* argument tags next to a json block are ignored */
+    check_parse(CALL(" tool=\"f\"",
+                     ARG("x", "number", "1") O "json type=\"object\"" S "{\"y\":2}" C "json" S),
+                "[{\"name\":\"f\",\"arguments\":\"{\\\"y\\\": 2}\"}]");
+}
+
+TEST(escaped_name_and_empty_arguments) {
+    check_parse(CALL(" tool=\"echo&amp;log\" index=\"1\"", ""),
+                "[{\"name\":\"echo&log\",\"arguments\":\"{}\"}]");
+    /* &quot; is unescaped before &amp;: "&amp;quot;" stays "&quot;" */
+    check_parse(CALL(" tool=\"a&quot;b&amp;quot;c\"", ARG("k&amp;", "string", "v")),
+                "[{\"name\":\"a\\\"b&quot;c\",\"arguments\":\"{\\\"k&\\\": \\\"v\\\"}\"}]");
+}
+
+TEST(multiple_calls_and_duplicates) {
+    check_parse(CALL(" tool=\"a\" index=\"1\"",
+                     ARG("x", "number", "1") ARG("y", "number", "2") ARG("x", "number", "3"))
+                    CALL(" tool=\"b\" index=\"2\"", ARG("s", "string", "")),
+                "[{\"name\":\"a\",\"arguments\":\"{\\\"x\\\": 3, \\\"y\\\": 2}\"},{\"name\":\"b\","
+                "\"arguments\":\"{\\\"s\\\": \\\"\\\"}\"}]");
+    /* later duplicate attribute wins */
+    check_parse(CALL(" tool=\"a\" tool=\"b\"", ""), "[{\"name\":\"b\",\"arguments\":\"{}\"}]");
+}
+
+TEST(missing_tool_name_skipped) {
+    check_parse(CALL(" index=\"1\"", ARG("x", "number", "1")) CALL(" tool=\"ok\" index=\"2\"", ""),
+                "[{\"name\":\"ok\",\"arguments\":\"{}\"}]");
+    check_parse(CALL(" tool=\"\"", "") CALL(" tool=\"ok\"", ""),
+                "[{\"name\":\"ok\",\"arguments\":\"{}\"}]");
+    /* argument without key makes its call malformed */
+    check_parse(CALL(" tool=\"bad\"", O "argument type=\"number\"" S "1" C "argument" S)
+                    CALL(" tool=\"ok\"", ""),
+                "[{\"name\":\"ok\",\"arguments\":\"{}\"}]");
+}
+
+TEST(bad_json_block_skipped) {
+    check_parse(CALL(" tool=\"ok\" index=\"1\"", ARG("a", "string", "b")) CALL(
+                    " tool=\"bad\" index=\"2\"", O "json type=\"object\"" S "{not json" C "json" S),
+                "[{\"name\":\"ok\",\"arguments\":\"{\\\"a\\\": \\\"b\\\"}\"}]");
+    check_parse(CALL(" tool=\"arr\"", O "json type=\"object\"" S "[1]" C "json" S)
+                    CALL(" tool=\"ok\"", ""),
+                "[{\"name\":\"ok\",\"arguments\":\"{}\"}]");
+}
+
+TEST(truncated_trailing_call_skipped) {
+    check_parse(CALL(" tool=\"ok\" index=\"1\"", ARG("a", "number", "1")) O
+                "call tool=\"late\" index=\"2\"" S O "argument key=\"x\" type=\"num",
+                "[{\"name\":\"ok\",\"arguments\":\"{\\\"a\\\": 1}\"}]");
+}
+
+TEST(nothing_parseable_is_an_error) {
+    check_none(O "call index=\"1\"" S C "call" S);
+    check_none("");
+    check_none("plain text, no calls");
+    check_none(O "call tool=\"x\"" S "never closed");
+}
+
+TEST(incremental_next_matches_batch) {
+    const char *sec = CALL(" tool=\"a\"", ARG("x", "number", "1")) CALL(" index=\"2\"", "")
+        CALL(" tool=\"c\"", "") O "call tool=\"d\"" S;
+    size_t n = strlen(sec), pos = 0;
+    k3_tool_call c;
+    CHECK(k3_toolcall_next(&X, sec, n, &pos, &c) == 1 && !strcmp(c.name, "a"));
+    k3_tool_call_free(&c);
+    CHECK(k3_toolcall_next(&X, sec, n, &pos, &c) == 0, "malformed second call");
+    CHECK(k3_toolcall_next(&X, sec, n, &pos, &c) == 1 && !strcmp(c.name, "c"));
+    k3_tool_call_free(&c);
+    size_t before = pos;
+    CHECK(k3_toolcall_next(&X, sec, n, &pos, &c) == -1 && pos == before, "incomplete fourth");
+}
+
+TEST(invalid_utf8_becomes_replacement) {
+    check_parse(
+        CALL(" tool=\"f\xff\"", ARG("k", "string", "\xc3")),
+        "[{\"name\":\"f\xef\xbf\xbd\",\"arguments\":\"{\\\"k\\\": \\\"\xef\xbf\xbd\\\"}\"}]");
+}
+
+int main(void) {
+    if (k3_xtml_init(&X, NULL)) return 1;
+    RUN(typed_number_arguments);
+    RUN(string_that_looks_like_json_and_other_types);
+    RUN(json_block);
+    RUN(escaped_name_and_empty_arguments);
+    RUN(multiple_calls_and_duplicates);
+    RUN(missing_tool_name_skipped);
+    RUN(bad_json_block_skipped);
+    RUN(truncated_trailing_call_skipped);
+    RUN(nothing_parseable_is_an_error);
+    RUN(incremental_next_matches_batch);
+    RUN(invalid_utf8_becomes_replacement);
+    return t_done();
+}
