@@ -1,0 +1,109 @@
+/* engine.c — model + tokenizer for the server, and request → prompt ids. */
+#include "serve/engine.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "text/chat.h"
+
+static void add_stop_id(serve_engine *e, int32_t id) {
+    if (id < 0 || id >= e->vocab || e->n_stop_ids == SERVE_MAX_STOP_IDS) return;
+    for (int i = 0; i < e->n_stop_ids; i++)
+        if (e->stop_ids[i] == id) return;
+    e->stop_ids[e->n_stop_ids++] = id;
+}
+
+static void default_name(char *out, size_t cap, const char *dir) {
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') n--; /* "models/k3/" names "k3" */
+    size_t b = n;
+    while (b > 0 && dir[b - 1] != '/') b--;
+    snprintf(out, cap, "%.*s", (int)(n - b), dir + b);
+}
+
+int serve_engine_open(serve_engine *e, const char *dir, const char *name, int threads) {
+    memset(e, 0, sizeof *e);
+    k3_load_opts lo = {.threads = threads, .tp_size = 1, .pp_size = 1};
+    e->model = k3_model_load(dir, &lo);
+    if (!e->model) return -1;
+    e->vocab = k3_model_vocab(e->model);
+    e->tok = k3_tok_open(dir, e->vocab);
+    if (!e->tok || k3_xtml_init(&e->xtml, e->tok)) {
+        k3_preferr("tokenizer of %s", dir);
+        serve_engine_close(e);
+        return -1;
+    }
+    /* chat.md §2.6: stop on <|end_of_msg|> and [EOS], plus config's eos */
+    add_stop_id(e, e->xtml.ctrl_id[K3_XC_EOM]);
+    add_stop_id(e, k3_tok_special_id(e->tok, "[EOS]"));
+    add_stop_id(e, k3_model_eos(e->model));
+    if (name && *name)
+        snprintf(e->name, sizeof e->name, "%s", name);
+    else
+        default_name(e->name, sizeof e->name, dir);
+    return 0;
+}
+
+void serve_engine_close(serve_engine *e) {
+    if (e->tok) k3_tok_free(e->tok);
+    if (e->model) k3_model_free(e->model);
+    memset(e, 0, sizeof *e);
+}
+
+int serve_engine_is_stop(const serve_engine *e, int32_t id) {
+    for (int i = 0; i < e->n_stop_ids; i++)
+        if (e->stop_ids[i] == id) return 1;
+    return 0;
+}
+
+int serve_engine_prompt(const serve_engine *e, const serve_req *q, int32_t **ids, int64_t *n,
+                        serve_err *err) {
+    k3_ids v = {0};
+    int rc = q->kind == SERVE_CHAT ? k3_chat_encode(e->tok, q->root, &v)
+                                   : k3_tok_encode_append(e->tok, q->prompt, q->prompt_len, 0, &v);
+    if (rc) {
+        k3_ids_free(&v);
+        return serve_err_set(err, 400, NULL, q->kind == SERVE_CHAT ? "messages" : "prompt",
+                             "invalid_value", "%s", k3_errmsg());
+    }
+    if (v.n == 0) {
+        k3_ids_free(&v);
+        return serve_err_set(err, 400, NULL, "prompt", "invalid_value", "The prompt is empty.");
+    }
+    *ids = v.ids;
+    *n = (int64_t)v.n;
+    return 0;
+}
+
+int serve_engine_forced(const serve_engine *e, const serve_req *q, int32_t **ids, int64_t *n,
+                        serve_err *err) {
+    *ids = NULL;
+    *n = 0;
+    k3_ids v = {0};
+    if (q->force_tokens) {
+        size_t i;
+        json_t *t;
+        json_array_foreach(q->force_tokens, i, t) {
+            json_int_t id = json_integer_value(t);
+            if (id >= e->vocab) {
+                k3_ids_free(&v);
+                return serve_err_set(err, 400, NULL, "k3_test_force_tokens", "invalid_value",
+                                     "k3_test_force_tokens[%zu] = %lld is not below the "
+                                     "vocabulary size %d.",
+                                     i, (long long)id, e->vocab);
+            }
+            k3_ids_push(&v, (int32_t)id);
+        }
+    } else if (q->force_text) {
+        if (k3_tok_encode_append(e->tok, q->force_text, q->force_text_len, 1, &v)) {
+            k3_ids_free(&v);
+            return serve_err_set(err, 400, NULL, "k3_test_force_text", "invalid_value", "%s",
+                                 k3_errmsg());
+        }
+    }
+    *ids = v.ids;
+    *n = (int64_t)v.n;
+    return 0;
+}

@@ -1,0 +1,47 @@
+/* engine.h — what the server holds of the model: weights, tokenizer, the
+ * XTML vocabulary, stop ids, and the request → prompt-ids step.
+ *
+ * Loaded once at start-up and read-only afterwards; every HTTP thread may
+ * call serve_engine_prompt concurrently (the tokenizer is thread safe), the
+ * scheduler's worker is the only thread that runs the model. */
+#ifndef K3_SERVE_ENGINE_H
+#define K3_SERVE_ENGINE_H
+
+#include <stdint.h>
+
+#include "k3.h"
+#include "serve/request.h"
+#include "text/tokenizer.h"
+#include "text/xtml.h"
+
+#define SERVE_MAX_STOP_IDS 4
+
+typedef struct serve_engine {
+    k3_model *model;
+    k3_tokenizer *tok;
+    k3_xtml xtml;
+    int vocab;
+    int32_t stop_ids[SERVE_MAX_STOP_IDS]; /* <|end_of_msg|>, [EOS], config eos */
+    int n_stop_ids;
+    char name[128]; /* the model id clients must send (or omit) */
+} serve_engine;
+
+/* Load dir. name NULL: the directory's base name. threads 0: OpenMP default.
+ * Returns 0 or -1 + k3_errmsg. */
+int serve_engine_open(serve_engine *e, const char *dir, const char *name, int threads);
+void serve_engine_close(serve_engine *e);
+
+int serve_engine_is_stop(const serve_engine *e, int32_t id);
+
+/* The prompt ids of a request (chat: XTML rendering; completions: the text
+ * encoded without special tokens), malloc'd into *ids. 0, or -1 + err (400
+ * for a request the renderer rejects). */
+int serve_engine_prompt(const serve_engine *e, const serve_req *q, int32_t **ids, int64_t *n,
+                        serve_err *err);
+/* Test mode: the forced generation ids of a request (k3_test_force_tokens,
+ * or k3_test_force_text tokenized with control tokens allowed), or *ids =
+ * NULL when the request forces nothing. 0, or -1 + err (an id out of range). */
+int serve_engine_forced(const serve_engine *e, const serve_req *q, int32_t **ids, int64_t *n,
+                        serve_err *err);
+
+#endif

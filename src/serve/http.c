@@ -1,0 +1,336 @@
+/* http.c — the HTTP side of `k3 serve` on libmicrohttpd (server.h).
+ *
+ * Thread per connection: a connection waiting for generated tokens blocks
+ * only its own thread, so /health and /v1/models answer at once whatever
+ * the scheduler is doing. This file owns the daemon, routing, the Bearer
+ * check, the body limit (413), the per-request log line and the
+ * SIGINT/SIGTERM shutdown; http_gen.c answers the generation endpoints. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/err.h"
+#include "base/mem.h"
+#include "serve/http_internal.h"
+
+void serve_opts_default(serve_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->host = "127.0.0.1";
+    o->port = 8000;
+    o->max_body = 8u << 20;
+    o->max_tokens_cap = 4096;
+    o->timeout_s = 600;
+    o->shutdown_grace_s = 10;
+    o->max_active = 64;
+    o->prefill_chunk = 64;
+    o->cache_budget = (size_t)1 << 30;
+    o->max_connections = 512;
+}
+
+/* ---------------- responses ---------------- */
+
+static enum MHD_Result reply(serve_conn *c, int status, const char *type, char *body) {
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(r, "Content-Type", type);
+    c->status = status;
+    enum MHD_Result ok = MHD_queue_response(c->conn, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+enum MHD_Result serve_reply_json(serve_conn *c, int status, char *body) {
+    return reply(c, status, "application/json", body);
+}
+
+enum MHD_Result serve_reply_err(serve_conn *c, const serve_err *e) {
+    return serve_reply_json(c, e->status, serve_err_json(e));
+}
+
+static enum MHD_Result reply_error(serve_conn *c, int status, const char *type, const char *code,
+                                   const char *msg) {
+    serve_err e;
+    serve_err_set(&e, status, type, NULL, code, "%s", msg);
+    return serve_reply_err(c, &e);
+}
+
+int serve_client_gone(struct MHD_Connection *conn) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci) return 1;
+    struct pollfd p = {.fd = ci->connect_fd, .events = POLLRDHUP};
+    if (poll(&p, 1, 0) <= 0) return 0;
+    return (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
+/* ---------------- GET endpoints ---------------- */
+
+static enum MHD_Result handle_models(serve_conn *c) {
+    json_t *m = json_pack("{s:s,s:s,s:I,s:s}", "id", c->srv->eng->name, "object", "model",
+                          "created", (json_int_t)c->srv->t_start, "owned_by", "k3");
+    json_t *doc = json_pack("{s:s,s:[o]}", "object", "list", "data", m);
+    char *s = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    return serve_reply_json(c, 200, s);
+}
+
+static enum MHD_Result handle_health(serve_conn *c) {
+    serve_sched_stats st = serve_sched_get_stats(c->srv->sched);
+    json_t *cache =
+        json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I}", "entries", st.cache_entries, "bytes",
+                  (json_int_t)st.cache_bytes, "budget", (json_int_t)st.cache_budget, "lookups",
+                  (json_int_t)st.cache_lookups, "hits", (json_int_t)st.cache_hits, "tokens_reused",
+                  (json_int_t)st.cache_tokens_reused, "evictions", (json_int_t)st.cache_evictions);
+    json_t *doc = json_pack(
+        "{s:s,s:s,s:i,s:i,s:I,s:I,s:I,s:I,s:o}", "status", c->srv->closing ? "closing" : "ok",
+        "model", c->srv->eng->name, "active", st.active, "queued", st.queued, "requests_done",
+        (json_int_t)st.requests_done, "prefill_tokens", (json_int_t)st.prefill_tokens,
+        "decode_tokens", (json_int_t)st.decode_tokens, "rss_bytes", (json_int_t)k3_current_rss(),
+        "prompt_cache", cache);
+    char *s = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    return serve_reply_json(c, 200, s);
+}
+
+/* ---------------- routing ---------------- */
+
+static int auth_ok(serve_conn *c) {
+    const char *key = c->srv->o->api_key;
+    if (!key || !*key) return 1;
+    const char *h = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Authorization");
+    if (!h || strncasecmp(h, "Bearer ", 7)) return 0;
+    h += 7;
+    size_t n = strlen(key), m = strlen(h);
+    unsigned diff = (unsigned)(n ^ m);
+    for (size_t i = 0; i < n; i++) diff |= (unsigned char)key[i] ^ (unsigned char)h[i < m ? i : 0];
+    return diff == 0; /* constant time in the key */
+}
+
+static enum MHD_Result route(serve_conn *c) {
+    int get = !strcmp(c->method, "GET"), post = !strcmp(c->method, "POST");
+    const char *p = c->path;
+    if (!strcmp(p, "/health"))
+        return get ? handle_health(c)
+                   : reply_error(c, 405, NULL, "method_not_allowed", "Use GET /health.");
+    int is_chat = !strcmp(p, "/v1/chat/completions"), is_cmpl = !strcmp(p, "/v1/completions");
+    int is_models = !strcmp(p, "/v1/models");
+    if (!is_chat && !is_cmpl && !is_models) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "Unknown endpoint %s %.150s.", c->method, p);
+        return reply_error(c, 404, NULL, "not_found", msg);
+    }
+    if (!auth_ok(c))
+        return reply_error(c, 401, NULL, "invalid_api_key",
+                           "Incorrect or missing API key: send 'Authorization: Bearer <key>'.");
+    if (is_models)
+        return get ? handle_models(c)
+                   : reply_error(c, 405, NULL, "method_not_allowed", "Use GET /v1/models.");
+    if (!post)
+        return reply_error(c, 405, NULL, "method_not_allowed", "Use POST for this endpoint.");
+    if (c->too_big) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "The request body exceeds the limit of %zu bytes.",
+                 c->srv->o->max_body);
+        return reply_error(c, 413, NULL, "request_too_large", msg);
+    }
+    return serve_handle_generate(c, is_chat ? SERVE_CHAT : SERVE_COMPLETION);
+}
+
+/* A Content-Length above the limit is refused before the body is read. */
+static int declared_too_big(serve_conn *c) {
+    const char *cl = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Content-Length");
+    return cl && strtoull(cl, NULL, 10) > c->srv->o->max_body;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_size, void **con_cls) {
+    serve_server *srv = cls;
+    serve_conn *c = *con_cls;
+    if (!c) {
+        c = k3_xcalloc(1, sizeof *c);
+        c->srv = srv;
+        c->conn = conn;
+        c->t0 = k3_now();
+        snprintf(c->method, sizeof c->method, "%s", method);
+        snprintf(c->path, sizeof c->path, "%s", url);
+        *con_cls = c;
+        if (!strcmp(method, "POST") && declared_too_big(c)) {
+            c->too_big = 1;
+            return route(c);
+        }
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (c->body.n + *upload_size > srv->o->max_body)
+            c->too_big = 1; /* keep reading (and dropping) so the 413 can be sent */
+        else
+            serve_buf_put(&c->body, upload_data, *upload_size);
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (c->status) return MHD_YES; /* already answered (early 413) */
+    return route(c);
+}
+
+/* ---------------- per-request log line ---------------- */
+
+static void log_request(const serve_conn *c) {
+    double dur = k3_now() - c->t0;
+    const serve_job *j = c->job;
+    if (!j) {
+        fprintf(stderr, "k3 serve: %s %s %d %.1fms\n", c->method, c->path, c->status, dur * 1e3);
+        return;
+    }
+    double ttft = j->t_first_token > 0 ? (j->t_first_token - j->t_submit) * 1e3 : 0;
+    double gen_s =
+        j->t_first_token > 0 && j->t_done > j->t_first_token ? j->t_done - j->t_first_token : 0;
+    double tps = gen_s > 0 && j->n_gen > 1 ? (double)(j->n_gen - 1) / gen_s : 0;
+    fprintf(stderr,
+            "k3 serve: %s %s %d prompt=%d cached=%d prefill=%lld completion=%lld "
+            "ttft=%.1fms tok/s=%.1f total=%.1fms finish=%s%s\n",
+            c->method, c->path, c->status, j->usage.prompt_tokens, j->usage.cached_tokens,
+            (long long)j->n_prefilled, (long long)j->n_gen, ttft, tps, dur * 1e3,
+            j->finish_reason ? j->finish_reason : "-", j->req.stream ? " stream" : "");
+}
+
+/* Wait (bounded) until the worker has published the job's results. */
+static void wait_done(serve_job *j, double max_s) {
+    double until = k3_now() + max_s;
+    for (;;) {
+        char *b;
+        size_t n;
+        int done = serve_job_take(j, 0.05, &b, &n);
+        free(b);
+        if (done || k3_now() > until) return;
+        pthread_mutex_lock(&j->mu);
+        done = j->done;
+        pthread_mutex_unlock(&j->mu);
+        if (done) return;
+    }
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe) {
+    serve_conn *c = *con_cls;
+    if (!c) return;
+    if (c->job) {
+        /* a client that went away mid-stream frees its sequence now */
+        if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) serve_job_cancel(c->job);
+        wait_done(c->job, 2.0); /* the worker notices a cancel within one round */
+        log_request(c);
+        serve_job_release(c->job);
+    } else {
+        log_request(c);
+    }
+    serve_buf_free(&c->body);
+    free(c);
+    *con_cls = NULL;
+}
+
+/* ---------------- daemon and shutdown ---------------- */
+
+static int make_addr(const char *host, int port, struct sockaddr_storage *ss) {
+    memset(ss, 0, sizeof *ss);
+    struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+    if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons((uint16_t)port);
+        return AF_INET;
+    }
+    if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons((uint16_t)port);
+        return AF_INET6;
+    }
+    return k3_seterr("--host '%s' is not an IPv4 or IPv6 address", host);
+}
+
+static struct MHD_Daemon *start_daemon(serve_server *srv, int *port_out) {
+    const serve_opts *o = srv->o;
+    struct sockaddr_storage ss;
+    int fam = make_addr(o->host, o->port, &ss);
+    if (fam < 0) return NULL;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+                     MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    if (fam == AF_INET6) flags |= MHD_USE_IPv6;
+    unsigned idle = o->timeout_s > 0 ? (unsigned)o->timeout_s : 0;
+    struct MHD_Daemon *d =
+        MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, srv,
+                         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED,
+                         on_completed, srv, MHD_OPTION_CONNECTION_TIMEOUT, idle,
+                         MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
+                         MHD_OPTION_THREAD_STACK_SIZE, (size_t)1 << 20, MHD_OPTION_END);
+    if (!d) {
+        k3_seterr("cannot listen on %s:%d (address in use or not permitted)", o->host, o->port);
+        return NULL;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    *port_out = di ? di->port : o->port;
+    return d;
+}
+
+/* Block SIGINT/SIGTERM in every thread (set before any is created); the
+ * main thread takes them with sigwait. */
+static void block_signals(sigset_t *set) {
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+/* Stop accepting, let in-flight requests finish for the grace period, then
+ * cancel what is left (streams end at once) and stop every thread. */
+static void shutdown_server(serve_server *srv, struct MHD_Daemon *d) {
+    MHD_socket ls = MHD_quiesce_daemon(d);
+    if (ls != MHD_INVALID_SOCKET) close(ls);
+    srv->closing = 1;
+    double until = k3_now() + srv->o->shutdown_grace_s;
+    while (serve_sched_busy(srv->sched) && k3_now() < until) {
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    int left = serve_sched_busy(srv->sched);
+    if (left) fprintf(stderr, "k3 serve: cancelling %d request(s) still running\n", left);
+    serve_sched_cancel_all(srv->sched);
+    MHD_stop_daemon(d);
+    serve_sched_free(srv->sched);
+    srv->sched = NULL;
+}
+
+int serve_run(serve_engine *e, const serve_opts *o) {
+    serve_server srv = {.eng = e, .o = o, .t_start = (double)time(NULL)};
+    srv.lim.model_name = e->name;
+    srv.lim.max_tokens_cap = o->max_tokens_cap;
+    srv.lim.test_mode = o->test_mode;
+    sigset_t set;
+    block_signals(&set);
+    serve_sched_opts so = {.max_active = o->max_active,
+                           .prefill_chunk = o->prefill_chunk,
+                           .cache_budget = o->cache_budget};
+    srv.sched = serve_sched_new(e, &so);
+    if (!srv.sched) return -1;
+    int port = 0;
+    struct MHD_Daemon *d = start_daemon(&srv, &port);
+    if (!d) {
+        serve_sched_free(srv.sched);
+        return -1;
+    }
+    fprintf(stderr, "k3 serve: model %s, listening on http://%s:%d%s\n", e->name, o->host, port,
+            o->test_mode ? " (test mode)" : "");
+    int sig = 0;
+    sigwait(&set, &sig);
+    fprintf(stderr, "k3 serve: %s received, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    shutdown_server(&srv, d);
+    fprintf(stderr, "k3 serve: stopped\n");
+    return 0;
+}

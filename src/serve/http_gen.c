@@ -1,0 +1,126 @@
+/* http_gen.c — POST /v1/chat/completions and /v1/completions.
+ *
+ * Parse and validate the body, turn it into prompt ids, hand a job to the
+ * scheduler, then either stream its SSE chunks as they are produced or wait
+ * for the whole response. Both paths poll the socket while waiting, so a
+ * client that hangs up cancels its job within ~0.1 s even when no token is
+ * being produced (e.g. during a long prefill). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "base/mem.h"
+#include "serve/http_internal.h"
+
+#define POLL_S 0.1 /* how often a waiting connection checks its socket */
+
+/* The streaming response's own state; it holds a job reference because
+ * MHD may destroy the response after the request-completed callback. */
+typedef struct {
+    serve_job *job;
+    struct MHD_Connection *conn;
+    char *pend;
+    size_t len, off;
+    int finished;
+} stream_ctx;
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    stream_ctx *x = cls;
+    for (;;) {
+        if (x->off < x->len) {
+            size_t n = x->len - x->off < max ? x->len - x->off : max;
+            memcpy(buf, x->pend + x->off, n);
+            x->off += n;
+            return (ssize_t)n;
+        }
+        free(x->pend);
+        x->pend = NULL;
+        x->len = x->off = 0;
+        if (x->finished) return MHD_CONTENT_READER_END_OF_STREAM;
+        x->finished = serve_job_take(x->job, POLL_S, &x->pend, &x->len);
+        if (!x->len && !x->finished && serve_client_gone(x->conn)) {
+            serve_job_cancel(x->job);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+    }
+}
+
+static void stream_free(void *cls) {
+    stream_ctx *x = cls;
+    if (!x->finished) serve_job_cancel(x->job);
+    serve_job_release(x->job);
+    free(x->pend);
+    free(x);
+}
+
+static enum MHD_Result reply_stream(serve_conn *c) {
+    stream_ctx *x = k3_xcalloc(1, sizeof *x);
+    x->job = c->job;
+    x->conn = c->conn;
+    serve_job_retain(c->job);
+    struct MHD_Response *r =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, x, stream_free);
+    MHD_add_response_header(r, "Content-Type", "text/event-stream");
+    MHD_add_response_header(r, "Cache-Control", "no-cache");
+    c->status = 200;
+    enum MHD_Result ok = MHD_queue_response(c->conn, 200, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+/* Non-streaming: collect the body the worker produces at the end. */
+static enum MHD_Result reply_whole(serve_conn *c) {
+    serve_buf all = {0};
+    for (;;) {
+        char *b;
+        size_t n;
+        int fin = serve_job_take(c->job, POLL_S, &b, &n);
+        if (n) serve_buf_put(&all, b, n);
+        free(b);
+        if (fin) break;
+        if (serve_client_gone(c->conn)) {
+            serve_job_cancel(c->job);
+            serve_buf_free(&all);
+            c->status = 499; /* nginx's "client closed request", for the log */
+            return MHD_NO;
+        }
+    }
+    serve_buf_put(&all, "", 1); /* NUL-terminate */
+    return serve_reply_json(c, c->job->status, all.p);
+}
+
+static enum MHD_Result unavailable(serve_conn *c) {
+    serve_err e;
+    serve_err_set(&e, 503, "server_error", NULL, "shutting_down", "The server is shutting down.");
+    return serve_reply_err(c, &e);
+}
+
+/* Request → job with prompt (and forced) ids. NULL + *e on a bad request. */
+static serve_job *make_job(serve_conn *c, serve_kind kind, serve_err *e) {
+    serve_server *srv = c->srv;
+    serve_req q;
+    if (serve_req_parse(c->body.p ? c->body.p : "", c->body.n, kind, &srv->lim, &q, e)) return NULL;
+    serve_job *j = serve_job_new();
+    j->req = q;
+    if (serve_engine_prompt(srv->eng, &j->req, &j->prompt, &j->n_prompt, e) ||
+        serve_engine_forced(srv->eng, &j->req, &j->forced, &j->n_forced, e)) {
+        serve_job_release(j);
+        return NULL;
+    }
+    if (srv->o->timeout_s > 0) j->deadline = k3_now() + srv->o->timeout_s;
+    return j;
+}
+
+enum MHD_Result serve_handle_generate(serve_conn *c, serve_kind kind) {
+    if (c->srv->closing) return unavailable(c);
+    serve_err e;
+    serve_job *j = make_job(c, kind, &e);
+    if (!j) return serve_reply_err(c, &e);
+    if (serve_sched_submit(c->srv->sched, j)) {
+        serve_job_release(j);
+        return unavailable(c);
+    }
+    c->job = j; /* the connection's reference, released when the request completes */
+    return j->req.stream ? reply_stream(c) : reply_whole(c);
+}

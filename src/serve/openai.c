@@ -1,0 +1,160 @@
+/* openai.c — builds OpenAI chat/completion responses and SSE chunks (openai.h). */
+#include "serve/openai.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/mem.h"
+
+void serve_resp_init(serve_resp *r, serve_kind kind, const char *model, unsigned long long id_seq) {
+    memset(r, 0, sizeof *r);
+    r->kind = kind;
+    r->created = (long long)time(NULL);
+    snprintf(r->model, sizeof r->model, "%s", model ? model : "");
+    snprintf(r->id, sizeof r->id, "%s-%llx%04llx", kind == SERVE_CHAT ? "chatcmpl" : "cmpl",
+             (unsigned long long)r->created, id_seq);
+    r->tool_calls = json_array();
+}
+
+void serve_resp_free(serve_resp *r) {
+    free(r->content);
+    free(r->reasoning);
+    json_decref(r->tool_calls);
+    memset(r, 0, sizeof *r);
+}
+
+static void append(char **buf, size_t *len, size_t *cap, const char *s, size_t n) {
+    if (*len + n + 1 > *cap) {
+        size_t c = *cap ? *cap : 256;
+        while (c < *len + n + 1) c *= 2;
+        *buf = k3_xrealloc(*buf, c);
+        *cap = c;
+    }
+    memcpy(*buf + *len, s, n);
+    *len += n;
+    (*buf)[*len] = 0;
+}
+
+/* The envelope every chunk/response shares. */
+static json_t *envelope(const serve_resp *r, int chunk) {
+    const char *obj = r->kind == SERVE_COMPLETION ? "text_completion"
+                      : chunk                     ? "chat.completion.chunk"
+                                                  : "chat.completion";
+    return json_pack("{s:s,s:s,s:I,s:s}", "id", r->id, "object", obj, "created",
+                     (json_int_t)r->created, "model", r->model);
+}
+
+/* "data: <compact json>\n\n"; steals doc. */
+static char *sse(json_t *doc) {
+    char *j = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    size_t n = strlen(j);
+    char *s = k3_xmalloc(n + 9);
+    memcpy(s, "data: ", 6);
+    memcpy(s + 6, j, n);
+    memcpy(s + 6 + n, "\n\n", 3);
+    free(j);
+    return s;
+}
+
+/* A chunk whose only choice carries `delta` (chat) or `text` (completions). */
+static char *choice_chunk(const serve_resp *r, json_t *delta, const char *finish) {
+    json_t *ch = json_pack("{s:i}", "index", 0);
+    if (r->kind == SERVE_CHAT) {
+        json_object_set_new(ch, "delta", delta);
+        json_object_set_new(ch, "logprobs", json_null());
+    } else {
+        json_t *t = json_object_get(delta, "content");
+        json_object_set_new(ch, "text", t ? json_incref(t) : json_string(""));
+        json_object_set_new(ch, "logprobs", json_null());
+        json_decref(delta);
+    }
+    json_object_set_new(ch, "finish_reason", finish ? json_string(finish) : json_null());
+    json_t *doc = envelope(r, 1);
+    json_object_set_new(doc, "choices", json_pack("[o]", ch));
+    return sse(doc);
+}
+
+char *serve_resp_role_chunk(serve_resp *r) {
+    return choice_chunk(r, json_pack("{s:s,s:s}", "role", "assistant", "content", ""), NULL);
+}
+
+char *serve_resp_text(serve_resp *r, const char *channel, const char *text, size_t len) {
+    int reasoning = !strcmp(channel, "reasoning") && r->kind == SERVE_CHAT;
+    if (reasoning)
+        append(&r->reasoning, &r->reasoning_len, &r->reasoning_cap, text, len);
+    else
+        append(&r->content, &r->content_len, &r->content_cap, text, len);
+    json_t *delta = json_object();
+    if (reasoning) {
+        json_object_set_new(delta, "reasoning_content", json_stringn(text, len));
+        json_object_set_new(delta, "reasoning", json_stringn(text, len));
+    } else {
+        json_object_set_new(delta, "content", json_stringn(text, len));
+    }
+    return choice_chunk(r, delta, NULL);
+}
+
+char *serve_resp_tool_call(serve_resp *r, const char *name, const char *arguments) {
+    size_t index = json_array_size(r->tool_calls);
+    char id[64];
+    snprintf(id, sizeof id, "call_%s_%zu", r->id, index);
+    json_array_append_new(r->tool_calls,
+                          json_pack("{s:s,s:s,s:{s:s,s:s}}", "id", id, "type", "function",
+                                    "function", "name", name, "arguments", arguments));
+    json_t *tc = json_pack("{s:I,s:s,s:s,s:{s:s,s:s}}", "index", (json_int_t)index, "id", id,
+                           "type", "function", "function", "name", name, "arguments", arguments);
+    return choice_chunk(r, json_pack("{s:[o]}", "tool_calls", tc), NULL);
+}
+
+char *serve_resp_finish_chunk(serve_resp *r, const char *finish_reason) {
+    return choice_chunk(r, json_object(), finish_reason);
+}
+
+json_t *serve_usage_json(const serve_usage *u) {
+    return json_pack("{s:i,s:i,s:i,s:{s:i}}", "prompt_tokens", u->prompt_tokens,
+                     "completion_tokens", u->completion_tokens, "total_tokens",
+                     u->prompt_tokens + u->completion_tokens, "prompt_tokens_details",
+                     "cached_tokens", u->cached_tokens);
+}
+
+char *serve_resp_usage_chunk(serve_resp *r, const serve_usage *u) {
+    json_t *doc = envelope(r, 1);
+    json_object_set_new(doc, "choices", json_array());
+    json_object_set_new(doc, "usage", serve_usage_json(u));
+    return sse(doc);
+}
+
+static json_t *chat_message(const serve_resp *r) {
+    json_t *m = json_pack("{s:s}", "role", "assistant");
+    int tools = json_array_size(r->tool_calls) > 0;
+    /* content is null for a tool-only answer (vLLM/SGLang), else a string */
+    json_object_set_new(m, "content",
+                        r->content_len || !tools
+                            ? json_stringn(r->content ? r->content : "", r->content_len)
+                            : json_null());
+    if (r->reasoning_len) {
+        json_object_set_new(m, "reasoning_content", json_stringn(r->reasoning, r->reasoning_len));
+        json_object_set_new(m, "reasoning", json_stringn(r->reasoning, r->reasoning_len));
+    }
+    if (tools) json_object_set(m, "tool_calls", r->tool_calls);
+    return m;
+}
+
+char *serve_resp_full(serve_resp *r, const char *finish_reason, const serve_usage *u) {
+    json_t *ch = json_pack("{s:i}", "index", 0);
+    if (r->kind == SERVE_CHAT)
+        json_object_set_new(ch, "message", chat_message(r));
+    else
+        json_object_set_new(ch, "text", json_stringn(r->content ? r->content : "", r->content_len));
+    json_object_set_new(ch, "logprobs", json_null());
+    json_object_set_new(ch, "finish_reason", json_string(finish_reason));
+    json_t *doc = envelope(r, 0);
+    json_object_set_new(doc, "choices", json_pack("[o]", ch));
+    json_object_set_new(doc, "usage", serve_usage_json(u));
+    char *s = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    return s;
+}

@@ -1,0 +1,60 @@
+/* openai.h — OpenAI response shapes: SSE chunks and whole responses.
+ *
+ * One serve_resp per request accumulates what the generation produced
+ * (content, reasoning, tool calls) and turns each increment into the JSON
+ * the OpenAI API returns:
+ *
+ *   chat, stream:      data: {"object":"chat.completion.chunk",...,"choices":[{"delta":...}]}
+ *   chat, non-stream:  {"object":"chat.completion",...,"choices":[{"message":...}]}
+ *   completions:       "text_completion" objects with choices[0].text
+ *
+ * Reasoning goes out under both `reasoning_content` and `reasoning` (clients
+ * read either). Every function returns a malloc'd NUL-terminated string. */
+#ifndef K3_SERVE_OPENAI_H
+#define K3_SERVE_OPENAI_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "serve/request.h"
+
+typedef struct {
+    int prompt_tokens;
+    int completion_tokens;
+    int cached_tokens; /* prompt tokens served from the prompt cache */
+} serve_usage;
+
+typedef struct {
+    serve_kind kind;
+    char id[48];
+    long long created;
+    char model[128];
+    /* accumulated output, for the non-streaming response */
+    char *content, *reasoning;
+    size_t content_len, reasoning_len, content_cap, reasoning_cap;
+    json_t *tool_calls; /* array of {id,type,function:{name,arguments}} */
+} serve_resp;
+
+/* id_seq makes the response id unique within this process. */
+void serve_resp_init(serve_resp *r, serve_kind kind, const char *model, unsigned long long id_seq);
+void serve_resp_free(serve_resp *r);
+
+/* Record output and return its SSE chunk ("data: {...}\n\n"). channel is
+ * "content" or "reasoning". For completions every channel is `text`. */
+char *serve_resp_text(serve_resp *r, const char *channel, const char *text, size_t len);
+/* The first chunk of a chat stream: delta {"role":"assistant","content":""}. */
+char *serve_resp_role_chunk(serve_resp *r);
+/* Record a complete tool call (arguments: a JSON text) and return its chunk. */
+char *serve_resp_tool_call(serve_resp *r, const char *name, const char *arguments);
+/* Last chunk: empty delta + finish_reason ("stop", "length", "tool_calls"). */
+char *serve_resp_finish_chunk(serve_resp *r, const char *finish_reason);
+/* The usage chunk (choices: []) sent when stream_options.include_usage. */
+char *serve_resp_usage_chunk(serve_resp *r, const serve_usage *u);
+/* The whole non-streaming response body. */
+char *serve_resp_full(serve_resp *r, const char *finish_reason, const serve_usage *u);
+
+/* The usage object (new reference). */
+json_t *serve_usage_json(const serve_usage *u);
+
+#endif

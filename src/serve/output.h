@@ -1,0 +1,69 @@
+/* output.h — one request's generated ids → what the client receives.
+ *
+ * The path every generated token takes (and the path the test-only forced
+ * output takes too):
+ *
+ *   id → streaming detokenizer (whole UTF-8 characters, specials kept)
+ *      → stop-string filter (holds back a possible partial stop string)
+ *      → channel parser (reasoning / content / tool section, markers
+ *        stripped even when split across tokens)
+ *      → tool-call parser (at the end of a tools section)
+ *      → OpenAI serialization (SSE chunks when streaming, else accumulated)
+ *
+ * /v1/completions skips the channel parser: its text is the raw decoded
+ * text with special tokens dropped. */
+#ifndef K3_SERVE_OUTPUT_H
+#define K3_SERVE_OUTPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "serve/openai.h"
+#include "serve/request.h"
+
+/* A growable byte buffer for response bytes. */
+typedef struct {
+    char *p;
+    size_t n, cap;
+} serve_buf;
+void serve_buf_put(serve_buf *b, const char *s, size_t n);
+void serve_buf_puts_free(serve_buf *b, char *s); /* append and free(s) */
+void serve_buf_free(serve_buf *b);
+
+struct serve_engine;
+struct k3_detok;
+struct k3_channels;
+
+typedef struct {
+    serve_resp resp;
+    struct k3_detok *detok;
+    struct k3_channels *channels; /* NULL for completions */
+    const struct serve_engine *engine;
+    int stream, include_usage;
+    const char *const *stop; /* stop strings (borrowed from the request) */
+    int n_stop;
+    size_t stop_hold;  /* longest stop string - 1: bytes held back */
+    serve_buf pending; /* decoded text not yet past the stop filter */
+    int stopped;       /* a stop string matched: nothing more is emitted */
+    int n_tool_calls;
+} serve_output;
+
+/* seq_no makes the response id unique. Returns 0 or -1 + k3_errmsg. */
+int serve_output_init(serve_output *o, const struct serve_engine *e, const serve_req *q,
+                      unsigned long long seq_no);
+void serve_output_free(serve_output *o);
+
+/* The stream's first chunk (chat: delta.role), appended to out. */
+void serve_output_begin(serve_output *o, serve_buf *out);
+/* Feed one generated id (not a stop id). Appends SSE chunks to out when
+ * streaming. Returns 1 when a stop string matched (generation must end). */
+int serve_output_token(serve_output *o, int32_t id, serve_buf *out);
+/* End: flush held text (finish "length" keeps partial markers as text; a
+ * stop discards them, chat.md §3.3), parse a pending tools section, then
+ * append the final chunk(s) + [DONE], or the whole non-streaming body.
+ * finish_reason "stop" becomes "tool_calls" when a tool call was returned.
+ * Returns the finish reason actually reported. */
+const char *serve_output_end(serve_output *o, const char *finish_reason, const serve_usage *u,
+                             serve_buf *out);
+
+#endif

@@ -1,0 +1,422 @@
+/* sched.c — the round-robin generation worker and job bookkeeping (sched.h).
+ *
+ * One worker thread owns the model. Each round it admits queued jobs (up to
+ * max_active), then gives every active job one step: a prefill chunk while
+ * its prompt is not consumed, else one decoded token. Prompt-cache
+ * snapshots are taken after the prompt (a turn boundary) and after a turn
+ * that ended on a stop token (prompt + answer, the stop token fed too), so a
+ * conversation's next turn only prefills what the client added. */
+#include "serve/sched.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/err.h"
+#include "base/mem.h"
+#include "gen/sampler.h"
+#include "k3.h"
+#include "serve/engine.h"
+#include "serve/pcache.h"
+
+struct serve_sched {
+    serve_engine *eng;
+    serve_sched_opts o;
+    serve_pcache *cache;
+    pthread_t thread;
+    pthread_mutex_t mu; /* guards queue, stop, stats */
+    pthread_cond_t cv;
+    serve_job *queue_head, *queue_tail;
+    int n_queued, stop;
+    serve_job **active; /* worker-private list */
+    int n_active;
+    serve_sched_stats st;
+    unsigned long long seq_no;
+};
+
+/* ---------------- jobs ---------------- */
+
+serve_job *serve_job_new(void) {
+    serve_job *j = k3_xcalloc(1, sizeof *j);
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cv, NULL);
+    j->refs = 1;
+    j->status = 200;
+    return j;
+}
+
+static void job_free(serve_job *j) {
+    serve_req_free(&j->req);
+    free(j->prompt);
+    free(j->forced);
+    free(j->out);
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+    free(j);
+}
+
+void serve_job_retain(serve_job *j) {
+    pthread_mutex_lock(&j->mu);
+    j->refs++;
+    pthread_mutex_unlock(&j->mu);
+}
+
+void serve_job_release(serve_job *j) {
+    pthread_mutex_lock(&j->mu);
+    int left = --j->refs;
+    pthread_mutex_unlock(&j->mu);
+    if (left == 0) job_free(j);
+}
+
+void serve_job_cancel(serve_job *j) {
+    pthread_mutex_lock(&j->mu);
+    j->cancelled = 1;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+}
+
+static int job_cancelled(serve_job *j) {
+    pthread_mutex_lock(&j->mu);
+    int c = j->cancelled;
+    pthread_mutex_unlock(&j->mu);
+    return c;
+}
+
+/* Move bytes produced by the worker to the connection's queue. */
+static void job_emit(serve_job *j, serve_buf *b, int done) {
+    pthread_mutex_lock(&j->mu);
+    if (b->n) {
+        if (j->out_len + b->n > j->out_cap) {
+            size_t c = j->out_cap ? j->out_cap : 1024;
+            while (c < j->out_len + b->n) c *= 2;
+            j->out = k3_xrealloc(j->out, c);
+            j->out_cap = c;
+        }
+        memcpy(j->out + j->out_len, b->p, b->n);
+        j->out_len += b->n;
+    }
+    if (done) j->done = 1;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    b->n = 0;
+}
+
+static void abs_deadline(struct timespec *ts, double timeout_s) {
+    clock_gettime(CLOCK_REALTIME, ts);
+    double t = (double)ts->tv_sec + ts->tv_nsec * 1e-9 + (timeout_s > 0 ? timeout_s : 0);
+    ts->tv_sec = (time_t)t;
+    ts->tv_nsec = (long)((t - (double)ts->tv_sec) * 1e9);
+}
+
+int serve_job_take(serve_job *j, double timeout_s, char **buf, size_t *len) {
+    struct timespec ts;
+    abs_deadline(&ts, timeout_s);
+    pthread_mutex_lock(&j->mu);
+    while (!j->out_len && !j->done && !j->cancelled)
+        if (pthread_cond_timedwait(&j->cv, &j->mu, &ts) == ETIMEDOUT) break;
+    *buf = j->out;
+    *len = j->out_len;
+    j->out = NULL;
+    j->out_len = j->out_cap = 0;
+    int finished = j->done;
+    pthread_mutex_unlock(&j->mu);
+    return finished;
+}
+
+/* ---------------- scheduler state ---------------- */
+
+static void stats_add(serve_sched *s, uint64_t *field, uint64_t v) {
+    pthread_mutex_lock(&s->mu);
+    *field += v;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Release the worker's hold on a job: free its model state, publish results. */
+static void job_finish(serve_sched *s, serve_job *j, const char *finish, serve_buf *b) {
+    j->usage.completion_tokens = (int)j->n_gen;
+    if (j->output_ready)
+        j->finish_reason = serve_output_end(&j->output, finish, &j->usage, b);
+    else
+        j->finish_reason = finish;
+    serve_output_free(&j->output);
+    j->output_ready = 0;
+    free(j->gen);
+    j->gen = NULL;
+    if (j->seq) k3_seq_free(j->seq);
+    if (j->sampler) k3_sampler_free(j->sampler);
+    k3_free(j->logits);
+    j->seq = NULL;
+    j->sampler = NULL;
+    j->logits = NULL;
+    j->t_done = k3_now();
+    job_emit(j, b, 1);
+    pthread_mutex_lock(&s->mu);
+    s->st.requests_done++;
+    pthread_mutex_unlock(&s->mu);
+    serve_job_release(j);
+}
+
+/* Engine failure mid-request: a 500 for non-streamed requests; a stream
+ * can only be ended. */
+static void job_fail(serve_sched *s, serve_job *j, serve_buf *b) {
+    snprintf(j->error, sizeof j->error, "%s", k3_errmsg());
+    fprintf(stderr, "k3 serve: generation failed: %s\n", j->error);
+    if (!j->req.stream) {
+        serve_err e;
+        serve_err_set(&e, 500, "server_error", NULL, "engine_error", "%s", j->error);
+        j->status = 500;
+        j->output_ready = 0; /* the error replaces the response body */
+        serve_buf_puts_free(b, serve_err_json(&e));
+    }
+    job_finish(s, j, "stop", b);
+}
+
+static k3_sampler *make_sampler(const serve_req *q, int vocab) {
+    k3_sampler_params p = k3_sampler_defaults();
+    p.temp = (float)q->temperature;
+    p.top_k = q->top_k;
+    p.top_p = (float)q->top_p;
+    p.min_p = (float)q->min_p;
+    p.rep_penalty = (float)q->repetition_penalty;
+    p.seed = q->has_seed ? q->seed : (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)q;
+    return k3_sampler_new(&p, vocab);
+}
+
+/* First step of a job: sequence (from the prompt cache when possible),
+ * sampler, output pipeline, the stream's role chunk. */
+static int job_start(serve_sched *s, serve_job *j, serve_buf *b) {
+    int64_t matched = 0;
+    j->seq = serve_pcache_lookup(s->cache, j->prompt, j->n_prompt, &matched);
+    if (matched < 0) return -1;
+    if (!j->seq) j->seq = k3_seq_new(s->eng->model);
+    if (!j->seq) return -1;
+    j->n_fed = matched;
+    j->usage.cached_tokens = (int)matched;
+    j->usage.prompt_tokens = (int)j->n_prompt;
+    j->sampler = make_sampler(&j->req, s->eng->vocab);
+    j->logits = k3_alloc(sizeof(float) * (size_t)s->eng->vocab);
+    if (!j->sampler || !j->logits) return -1;
+    for (int64_t i = 0; i < j->n_prompt; i++) k3_sampler_accept(j->sampler, j->prompt[i]);
+    pthread_mutex_lock(&s->mu);
+    unsigned long long no = ++s->seq_no;
+    pthread_mutex_unlock(&s->mu);
+    if (serve_output_init(&j->output, s->eng, &j->req, no)) return -1;
+    j->output_ready = 1;
+    serve_output_begin(&j->output, b);
+    return 0;
+}
+
+static int prefill_step(serve_sched *s, serve_job *j) {
+    int64_t n = j->n_prompt - j->n_fed;
+    if (n > s->o.prefill_chunk) n = s->o.prefill_chunk;
+    int last = j->n_fed + n == j->n_prompt;
+    if (k3_forward(j->seq, j->prompt + j->n_fed, n, last ? j->logits : NULL, 0)) return -1;
+    j->n_fed += n;
+    j->n_prefilled += n;
+    stats_add(s, &s->st.prefill_tokens, (uint64_t)n);
+    if (last && serve_pcache_insert(s->cache, j->prompt, j->n_prompt, j->seq))
+        fprintf(stderr, "k3 serve: prompt cache snapshot skipped: %s\n", k3_errmsg());
+    return 0;
+}
+
+/* The turn ended on a stop token: feed it and snapshot prompt + answer,
+ * which is what the client's next turn renders as history. */
+static void snapshot_turn(serve_sched *s, serve_job *j, int32_t stop_id, const int32_t *gen) {
+    if (k3_forward(j->seq, &stop_id, 1, NULL, 0)) return;
+    int64_t n = j->n_prompt + j->n_gen;
+    int32_t *ids = k3_xmalloc(sizeof *ids * (size_t)n);
+    memcpy(ids, j->prompt, sizeof *ids * (size_t)j->n_prompt);
+    memcpy(ids + j->n_prompt, gen, sizeof *ids * (size_t)j->n_gen);
+    serve_pcache_insert(s->cache, ids, n, j->seq);
+    free(ids);
+}
+
+static int32_t next_token(serve_sched *s, serve_job *j) {
+    if (j->forced) /* test mode: forced ids, then the stop token */
+        return j->n_gen < j->n_forced ? j->forced[j->n_gen] : s->eng->stop_ids[0];
+    return k3_sampler_sample(j->sampler, j->logits);
+}
+
+/* One decoded token. Returns 1 when the job is finished (and released). */
+static int decode_step(serve_sched *s, serve_job *j, serve_buf *b) {
+    int32_t id = next_token(s, j);
+    if (j->n_gen == 0) j->t_first_token = k3_now();
+    /* generated ids are kept for the end-of-turn snapshot */
+    j->gen = k3_xrealloc(j->gen, sizeof(int32_t) * (size_t)(j->n_gen + 1));
+    j->gen[j->n_gen++] = id;
+    if (serve_engine_is_stop(s->eng, id)) {
+        snapshot_turn(s, j, id, j->gen);
+        job_finish(s, j, "stop", b);
+        return 1;
+    }
+    int stopped = serve_output_token(&j->output, id, b);
+    if (b->n) job_emit(j, b, 0);
+    if (stopped) {
+        job_finish(s, j, "stop", b);
+        return 1;
+    }
+    if (j->n_gen >= j->req.max_tokens || (j->deadline > 0 && k3_now() > j->deadline)) {
+        job_finish(s, j, "length", b);
+        return 1;
+    }
+    k3_sampler_accept(j->sampler, id);
+    if (k3_forward(j->seq, &id, 1, j->logits, 0)) {
+        job_fail(s, j, b);
+        return 1;
+    }
+    stats_add(s, &s->st.decode_tokens, 1);
+    return 0;
+}
+
+/* One round for one job. Returns 1 when the job left the active set. */
+static int job_step(serve_sched *s, serve_job *j, serve_buf *b) {
+    if (job_cancelled(j)) {
+        /* nobody reads the output any more: drop it without serializing */
+        j->output_ready = 0;
+        job_finish(s, j, "cancelled", b);
+        return 1;
+    }
+    if (!j->seq) {
+        if (job_start(s, j, b)) {
+            job_fail(s, j, b);
+            return 1;
+        }
+        if (b->n) job_emit(j, b, 0);
+    }
+    if (j->n_fed < j->n_prompt) {
+        if (prefill_step(s, j)) {
+            job_fail(s, j, b);
+            return 1;
+        }
+        return 0;
+    }
+    return decode_step(s, j, b);
+}
+
+/* ---------------- the worker ---------------- */
+
+/* Move queued jobs into the active set; wait while there is nothing to do.
+ * Returns 0 when the worker should exit. */
+static int admit(serve_sched *s, int *stopping) {
+    pthread_mutex_lock(&s->mu);
+    s->st.active = s->n_active;
+    while (!s->stop && !s->queue_head && s->n_active == 0) pthread_cond_wait(&s->cv, &s->mu);
+    while (s->queue_head && s->n_active < s->o.max_active) {
+        serve_job *j = s->queue_head;
+        s->queue_head = j->next;
+        if (!s->queue_head) s->queue_tail = NULL;
+        s->n_queued--;
+        j->next = NULL;
+        s->active[s->n_active++] = j;
+    }
+    s->st.active = s->n_active;
+    s->st.queued = s->n_queued;
+    int go = !s->stop || s->n_active || s->queue_head;
+    *stopping = s->stop;
+    pthread_mutex_unlock(&s->mu);
+    return go;
+}
+
+static void *worker_main(void *arg) {
+    serve_sched *s = arg;
+    serve_buf b = {0};
+    int stopping = 0;
+    while (admit(s, &stopping)) {
+        int kept = 0;
+        for (int i = 0; i < s->n_active; i++) {
+            serve_job *j = s->active[i];
+            if (stopping) serve_job_cancel(j);
+            b.n = 0;
+            if (!job_step(s, j, &b)) s->active[kept++] = j;
+        }
+        s->n_active = kept;
+    }
+    serve_buf_free(&b);
+    return NULL;
+}
+
+serve_sched *serve_sched_new(serve_engine *e, const serve_sched_opts *o) {
+    serve_sched *s = k3_xcalloc(1, sizeof *s);
+    s->eng = e;
+    s->o = *o;
+    if (s->o.max_active < 1) s->o.max_active = 1;
+    if (s->o.prefill_chunk < 1) s->o.prefill_chunk = 64;
+    s->active = k3_xcalloc((size_t)s->o.max_active, sizeof *s->active);
+    s->cache = serve_pcache_new(o->cache_budget);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    if (pthread_create(&s->thread, NULL, worker_main, s)) {
+        k3_seterr("cannot start the scheduler thread");
+        serve_pcache_free(s->cache);
+        free(s->active);
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void serve_sched_cancel_all(serve_sched *s) {
+    pthread_mutex_lock(&s->mu);
+    s->stop = 1;
+    for (serve_job *j = s->queue_head; j; j = j->next) serve_job_cancel(j);
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void serve_sched_free(serve_sched *s) {
+    if (!s) return;
+    serve_sched_cancel_all(s);
+    pthread_join(s->thread, NULL);
+    serve_pcache_free(s->cache);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    free(s->active);
+    free(s);
+}
+
+int serve_sched_submit(serve_sched *s, serve_job *j) {
+    pthread_mutex_lock(&s->mu);
+    if (s->stop) {
+        pthread_mutex_unlock(&s->mu);
+        return k3_seterr("the server is shutting down");
+    }
+    pthread_mutex_lock(&j->mu);
+    j->refs++;
+    j->t_submit = k3_now();
+    pthread_mutex_unlock(&j->mu);
+    j->next = NULL;
+    if (s->queue_tail)
+        s->queue_tail->next = j;
+    else
+        s->queue_head = j;
+    s->queue_tail = j;
+    s->n_queued++;
+    s->st.queued = s->n_queued;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+}
+
+serve_sched_stats serve_sched_get_stats(serve_sched *s) {
+    pthread_mutex_lock(&s->mu);
+    serve_sched_stats st = s->st;
+    pthread_mutex_unlock(&s->mu);
+    serve_pcache_stats c = serve_pcache_get_stats(s->cache);
+    st.cache_hits = c.hits;
+    st.cache_lookups = c.lookups;
+    st.cache_tokens_reused = c.tokens_reused;
+    st.cache_evictions = c.evictions;
+    st.cache_entries = c.entries;
+    st.cache_bytes = c.bytes;
+    st.cache_budget = c.budget;
+    return st;
+}
+
+int serve_sched_busy(serve_sched *s) {
+    pthread_mutex_lock(&s->mu);
+    int n = s->st.active + s->n_queued;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}

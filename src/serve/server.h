@@ -1,0 +1,39 @@
+/* server.h — `k3 serve`: the OpenAI-compatible HTTP server.
+ *
+ *   serve_engine e; serve_engine_open(&e, dir, NULL, 0);
+ *   serve_opts o; serve_opts_default(&o); o.port = 8000;
+ *   serve_run(&e, &o);   // until SIGINT/SIGTERM
+ *
+ * Endpoints: POST /v1/chat/completions, POST /v1/completions,
+ * GET /v1/models, GET /health (never waits for generation; also the
+ * scheduler and prompt-cache counters). See docs/serve.md. */
+#ifndef K3_SERVE_SERVER_H
+#define K3_SERVE_SERVER_H
+
+#include <stddef.h>
+
+#include "serve/engine.h"
+
+typedef struct {
+    const char *host;        /* bind address, default 127.0.0.1 */
+    int port;                /* 0: any free port (printed at start) */
+    const char *api_key;     /* NULL: no authentication */
+    size_t max_body;         /* request bytes; larger bodies get 413 */
+    int max_tokens_cap;      /* per-request max_tokens ceiling (and default) */
+    double timeout_s;        /* per-request generation time limit; idle connection limit */
+    double shutdown_grace_s; /* on SIGINT/SIGTERM, in-flight requests get this long */
+    int test_mode;           /* honour k3_test_force_* request fields */
+    int max_active;          /* requests generating at once */
+    int prefill_chunk;       /* prompt tokens per scheduler round */
+    size_t cache_budget;     /* prompt-cache bytes */
+    int max_connections;
+} serve_opts;
+
+void serve_opts_default(serve_opts *o);
+
+/* Serve until SIGINT or SIGTERM. Prints "k3 serve: listening on
+ * http://HOST:PORT" to stderr once accepting. Returns 0 after a clean
+ * shutdown, -1 + k3_errmsg if the server could not start. */
+int serve_run(serve_engine *e, const serve_opts *o);
+
+#endif
