@@ -1,0 +1,32 @@
+/* gen_opts.h — the command-line flags shared by `k3 generate` and `k3 chat`
+ * (names as in mlx_lm.generate / llama-cli), parsed into one struct. */
+#ifndef K3_GEN_GEN_OPTS_H
+#define K3_GEN_GEN_OPTS_H
+
+#include <stdio.h>
+
+#include "gen/sampler.h"
+
+#define K3_GEN_MAX_STOPS 16
+
+typedef struct k3_gen_opts {
+    const char *model;  /* NULL: the built-in random model */
+    const char *prompt; /* "-": read stdin; NULL: none given */
+    const char *system;
+    int max_tokens;
+    k3_sampler_params sp;
+    const char *stops[K3_GEN_MAX_STOPS];
+    int n_stops;
+    int thinking;      /* 1 (default): think channel opened */
+    int chat_template; /* 0: --no-chat-template (raw prompt) */
+    int threads;       /* 0: OpenMP default */
+    int verbose;
+} k3_gen_opts;
+
+/* Parse argv[1..argc) for command `cmd` ("generate" / "chat"; chat has no
+ * --prompt). Returns 0, 1 after printing --help, or 2 after printing an
+ * error naming the flag. */
+int k3_gen_opts_parse(int argc, char **argv, const char *cmd, k3_gen_opts *o);
+void k3_gen_opts_usage(FILE *f, const char *cmd);
+
+#endif

@@ -1,0 +1,133 @@
+/* generate.c — the generation loop (see generate.h). */
+#include "gen/generate.h"
+
+#include "base/err.h"
+#include "base/mem.h"
+#include "gen/stop.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    k3_model *m;
+    k3_seq *s;
+    const k3_gen_params *p;
+    k3_sampler *smp;
+    k3_detok *dt;
+    k3_stopper *stop;
+    float *logits;
+    int32_t stop_ids[2];
+    k3_gen_emit emit;
+    void *ctx;
+    k3_gen_stats *st;
+    size_t ids_cap;
+} gen_state;
+
+void k3_gen_stats_free(k3_gen_stats *st) {
+    free(st->ids);
+    st->ids = NULL;
+}
+
+static int is_stop_id(const gen_state *g, int32_t id) {
+    for (int i = 0; i < 2; i++)
+        if (g->stop_ids[i] >= 0 && id == g->stop_ids[i]) return 1;
+    for (int i = 0; i < g->p->n_stop_ids; i++)
+        if (id == g->p->stop_ids[i]) return 1;
+    return 0;
+}
+
+static void record(gen_state *g, int32_t id) {
+    k3_gen_stats *st = g->st;
+    if ((size_t)st->gen_tokens == g->ids_cap) {
+        g->ids_cap = g->ids_cap ? g->ids_cap * 2 : 64;
+        st->ids = k3_xrealloc(st->ids, g->ids_cap * sizeof *st->ids);
+    }
+    st->ids[st->gen_tokens++] = id;
+    st->last_id = id;
+}
+
+/* Text of one token through the stop-string matcher to the callback.
+ * Returns 1 when generation must end (stop string or cancel). */
+static int emit_token_text(gen_state *g, int32_t id) {
+    size_t tl, ol;
+    int hit;
+    const char *t = k3_detok_push(g->dt, id, &tl);
+    const char *o = k3_stopper_push(g->stop, t, tl, &ol, &hit);
+    if (ol && g->emit && g->emit(g->ctx, id, o, ol)) {
+        g->st->finish = K3_FINISH_CANCELLED;
+        return 1;
+    }
+    if (hit) g->st->finish = K3_FINISH_STOP_STR;
+    return hit;
+}
+
+/* End of generation without a stop string: what the detokenizer and the
+ * stop matcher still hold is final text. */
+static void flush_text(gen_state *g) {
+    size_t tl, ol;
+    int hit;
+    const char *t = k3_detok_flush(g->dt, &tl);
+    const char *o = k3_stopper_push(g->stop, t, tl, &ol, &hit);
+    if (ol && g->emit) g->emit(g->ctx, -1, o, ol);
+    if (hit) return;
+    o = k3_stopper_flush(g->stop, &ol);
+    if (ol && g->emit) g->emit(g->ctx, -1, o, ol);
+}
+
+/* Sample, stream and decode until a stop condition. */
+static int decode_loop(gen_state *g, double t_start) {
+    k3_gen_stats *st = g->st;
+    double t_first = 0;
+    st->finish = K3_FINISH_LENGTH;
+    while (st->gen_tokens < g->p->max_tokens) {
+        int32_t id = k3_sampler_sample(g->smp, g->logits);
+        if (id < 0) return -1;
+        if (!st->gen_tokens) {
+            t_first = k3_now();
+            st->prompt_s = t_first - t_start;
+        }
+        record(g, id);
+        if (is_stop_id(g, id)) {
+            st->finish = K3_FINISH_STOP_ID;
+            break;
+        }
+        k3_sampler_accept(g->smp, id);
+        if (emit_token_text(g, id)) break;
+        if (st->gen_tokens == g->p->max_tokens) break;
+        if (k3_forward(g->s, &id, 1, g->logits, 0))
+            return k3_preferr("decoding token %lld", (long long)st->gen_tokens);
+    }
+    if (!st->gen_tokens) st->prompt_s = k3_now() - t_start;
+    st->gen_s = st->gen_tokens ? k3_now() - t_first : 0;
+    if (st->finish != K3_FINISH_STOP_STR) flush_text(g);
+    return 0;
+}
+
+int k3_generate(k3_model *m, k3_seq *s, const k3_tokenizer *tok, const int32_t *prompt, size_t n,
+                const k3_gen_params *p, k3_gen_emit emit, void *ctx, k3_gen_stats *st) {
+    memset(st, 0, sizeof *st);
+    st->last_id = -1;
+    if (!n) return k3_seterr("generate: empty prompt");
+    if (p->max_tokens < 0) return k3_seterr("--max-tokens must be >= 0 (got %d)", p->max_tokens);
+    int V = k3_model_vocab(m);
+    gen_state g = {.m = m, .s = s, .p = p, .emit = emit, .ctx = ctx, .st = st};
+    g.smp = k3_sampler_new(&p->sp, V);
+    if (!g.smp) return -1;
+    g.stop_ids[0] = k3_model_eos(m);
+    g.stop_ids[1] = k3_tok_special_id(tok, "<|end_of_msg|>");
+    for (size_t i = 0; i < n; i++) k3_sampler_accept(g.smp, prompt[i]);
+    g.dt = k3_detok_new(tok, !p->show_special);
+    g.stop = k3_stopper_new(p->stops, p->n_stops);
+    g.logits = k3_xmalloc((size_t)V * sizeof *g.logits);
+    double t0 = k3_now();
+    int rc = k3_forward(s, prompt, (int64_t)n, g.logits, 0);
+    if (rc) k3_preferr("prefilling %zu prompt tokens", n);
+    st->prompt_tokens = (int64_t)n;
+    if (!rc) rc = decode_loop(&g, t0);
+    if (rc) st->finish = K3_FINISH_ERROR;
+    free(g.logits);
+    k3_stopper_free(g.stop);
+    k3_detok_free(g.dt);
+    k3_sampler_free(g.smp);
+    return rc;
+}

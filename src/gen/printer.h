@@ -1,0 +1,30 @@
+/* printer.h — shows a generation stream to the user: generated text goes
+ * through the output channel parser (text/channels.h) so structural markers
+ * never appear, and reasoning is told apart from the answer.
+ *
+ * On a terminal reasoning is dimmed, and control characters a random model
+ * may emit (ESC, BEL...) are shown as U+FFFD instead of driving the
+ * terminal. Otherwise the text is written as is, with a "[thinking]" line
+ * before reasoning and an "[answer]" line before the answer that follows
+ * it; tool calls are printed as "[tool call] name arguments". */
+#ifndef K3_GEN_PRINTER_H
+#define K3_GEN_PRINTER_H
+
+#include <stdio.h>
+
+#include "text/channels.h"
+
+typedef struct k3_printer k3_printer;
+
+/* tty: 1 for terminal formatting. initial: the channel the prompt left open. */
+k3_printer *k3_printer_new(FILE *out, int tty, const k3_xtml *x, k3_chan_state initial);
+/* Show a piece of decoded text (control tokens kept). */
+void k3_printer_push(k3_printer *p, const char *text, size_t len);
+/* End of the stream: flush held text, reset the terminal colour, end the line. */
+void k3_printer_finish(k3_printer *p);
+void k3_printer_free(k3_printer *p);
+/* Bytes of reasoning / content shown so far. */
+size_t k3_printer_reasoning_bytes(const k3_printer *p);
+size_t k3_printer_content_bytes(const k3_printer *p);
+
+#endif
