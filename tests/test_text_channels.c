@@ -1,0 +1,333 @@
+/* test_text_channels.c — the streaming channel parser (chat.md §3.2–3.3):
+ * every split of a stream holding every structural marker, across two and
+ * three pushes, gives the same channels as one push; partial-prefix text is
+ * kept; markers at the very start and end; long content; tool calls. */
+#include "t.h"
+
+#include "base/mem.h"
+#include "text/channels.h"
+#include "text/pyjson.h"
+
+#define O "<|open|>"
+#define C "<|close|>"
+#define S "<|sep|>"
+#define THINK_OPEN O "think" S
+#define THINK_CLOSE C "think" S
+#define RESP_OPEN O "response" S
+#define RESP_CLOSE C "response" S
+#define TOOLS_OPEN O "tools" S
+#define TOOLS_CLOSE C "tools" S
+#define MSG_CLOSE C "message" S
+#define CALL_W                                                                                     \
+    O "call tool=\"get_weather\" index=\"1\"" S O "argument key=\"city\" type=\"string\"" S        \
+      "Tokyo" C "argument" S C "call" S
+
+static k3_xtml X;
+
+/* What a consumer accumulates from the events. */
+typedef struct {
+    k3_buf reasoning, content, calls, log;
+    int sections, section_calls;
+} result;
+
+static void result_free(result *r) {
+    k3_buf_free(&r->reasoning);
+    k3_buf_free(&r->content);
+    k3_buf_free(&r->calls);
+    k3_buf_free(&r->log);
+}
+
+static void take(result *r, const k3_chan_event *ev, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        char tag[32];
+        switch (ev[i].kind) {
+        case K3_EV_REASONING:
+            k3_buf_put(&r->reasoning, ev[i].text, ev[i].len);
+            k3_buf_puts(&r->log, "R:");
+            k3_buf_put(&r->log, ev[i].text, ev[i].len);
+            break;
+        case K3_EV_CONTENT:
+            k3_buf_put(&r->content, ev[i].text, ev[i].len);
+            k3_buf_puts(&r->log, "C:");
+            k3_buf_put(&r->log, ev[i].text, ev[i].len);
+            break;
+        case K3_EV_TOOL_CALL:
+            snprintf(tag, sizeof tag, "%d ", ev[i].index);
+            k3_buf_puts(&r->calls, tag);
+            k3_buf_puts(&r->calls, ev[i].name);
+            k3_buf_puts(&r->calls, ev[i].arguments);
+            k3_buf_puts(&r->calls, ";");
+            k3_buf_puts(&r->log, "T:");
+            k3_buf_puts(&r->log, ev[i].name);
+            break;
+        case K3_EV_TOOLS_END:
+            r->sections++;
+            r->section_calls += ev[i].index;
+            k3_buf_puts(&r->log, "E");
+            break;
+        }
+        k3_buf_puts(&r->log, "|");
+    }
+}
+
+/* Feed s split at the given cut offsets (sorted, may repeat). */
+static void feed(result *r, k3_chan_state initial, const char *s, const size_t *cuts,
+                 size_t ncuts) {
+    memset(r, 0, sizeof *r);
+    k3_buf_put(&r->reasoning, "", 0);
+    k3_buf_put(&r->content, "", 0);
+    k3_buf_put(&r->calls, "", 0);
+    k3_buf_put(&r->log, "", 0);
+    k3_chan *ch = k3_chan_new(&X, initial);
+    size_t n, prev = 0, len = strlen(s);
+    for (size_t i = 0; i <= ncuts; i++) {
+        size_t end = i < ncuts ? cuts[i] : len;
+        const k3_chan_event *ev = k3_chan_push(ch, s + prev, end - prev, &n);
+        take(r, ev, n);
+        prev = end;
+    }
+    const k3_chan_event *ev = k3_chan_finish(ch, &n);
+    take(r, ev, n);
+    k3_chan_free(ch);
+}
+
+static int same_result(const result *a, const result *b) {
+    return !strcmp(a->reasoning.s, b->reasoning.s) && !strcmp(a->content.s, b->content.s) &&
+           !strcmp(a->calls.s, b->calls.s) && a->sections == b->sections;
+}
+
+/* A stream with every marker: opens think, reasons, closes, answers,
+ * calls a tool, ends the message. */
+static const char FULL[] =
+    THINK_OPEN "reason <| a" THINK_CLOSE RESP_OPEN
+               "answer<|clo" RESP_CLOSE TOOLS_OPEN CALL_W TOOLS_CLOSE MSG_CLOSE;
+
+TEST(full_stream_unsplit) {
+    result r;
+    feed(&r, K3_CHAN_CONTENT, FULL, NULL, 0);
+    CHECK(!strcmp(r.reasoning.s, "reason <| a"), "reasoning '%s'", r.reasoning.s);
+    CHECK(!strcmp(r.content.s, "answer<|clo"), "content '%s'", r.content.s);
+    CHECK(!strcmp(r.calls.s, "0 get_weather{\"city\": \"Tokyo\"};"), "calls '%s'", r.calls.s);
+    CHECK(r.sections == 1 && r.section_calls == 1);
+    result_free(&r);
+}
+
+TEST(every_two_step_split) {
+    result whole, r;
+    feed(&whole, K3_CHAN_CONTENT, FULL, NULL, 0);
+    size_t len = strlen(FULL);
+    int bad = 0;
+    for (size_t i = 0; i <= len; i++) {
+        feed(&r, K3_CHAN_CONTENT, FULL, &i, 1);
+        if (!same_result(&r, &whole) && bad++ < 3)
+            CHECK(0, "split at %zu: R='%s' C='%s' T='%s'", i, r.reasoning.s, r.content.s,
+                  r.calls.s);
+        result_free(&r);
+    }
+    CHECK(bad == 0, "%d splits differ", bad);
+    result_free(&whole);
+}
+
+TEST(every_three_step_split) {
+    result whole, r;
+    feed(&whole, K3_CHAN_CONTENT, FULL, NULL, 0);
+    size_t len = strlen(FULL);
+    int bad = 0;
+    for (size_t i = 0; i <= len; i++)
+        for (size_t j = i; j <= len; j++) {
+            size_t cuts[2] = {i, j};
+            feed(&r, K3_CHAN_CONTENT, FULL, cuts, 2);
+            if (!same_result(&r, &whole) && bad++ < 3)
+                CHECK(0, "splits %zu,%zu: R='%s' C='%s'", i, j, r.reasoning.s, r.content.s);
+            result_free(&r);
+        }
+    CHECK(bad == 0, "%d split pairs differ", bad);
+    result_free(&whole);
+}
+
+/* Each marker alone in a state where it is active, split at every internal
+ * offset (2 steps) and every pair of internal offsets (3 steps). */
+typedef struct {
+    const char *marker;
+    k3_chan_state initial;
+    const char *want_reasoning, *want_content;
+} marker_case;
+
+static const marker_case MARKERS[] = {
+    {THINK_CLOSE, K3_CHAN_REASONING, "x", "y"}, {RESP_OPEN, K3_CHAN_REASONING, "x", "y"},
+    {THINK_OPEN, K3_CHAN_CONTENT, "y", "x"},    {RESP_OPEN, K3_CHAN_CONTENT, "", "xy"},
+    {RESP_CLOSE, K3_CHAN_CONTENT, "", "xy"},    {MSG_CLOSE, K3_CHAN_CONTENT, "", "xy"},
+    {TOOLS_OPEN, K3_CHAN_CONTENT, "", "x"},     {TOOLS_OPEN, K3_CHAN_REASONING, "x", ""},
+};
+
+static void check_marker_split(const marker_case *mc, const size_t *cuts, size_t ncuts) {
+    char s[128];
+    snprintf(s, sizeof s, "x%sy", mc->marker);
+    size_t abs[2];
+    for (size_t k = 0; k < ncuts; k++) abs[k] = cuts[k] + 1; /* offsets inside the marker */
+    result r;
+    feed(&r, mc->initial, s, abs, ncuts);
+    CHECK(!strcmp(r.reasoning.s, mc->want_reasoning) && !strcmp(r.content.s, mc->want_content),
+          "%s split %zu/%zu: R='%s' C='%s'", mc->marker, abs[0], ncuts > 1 ? abs[1] : 0,
+          r.reasoning.s, r.content.s);
+    result_free(&r);
+}
+
+TEST(each_marker_every_internal_offset) {
+    for (size_t m = 0; m < sizeof MARKERS / sizeof *MARKERS; m++) {
+        size_t ml = strlen(MARKERS[m].marker);
+        for (size_t i = 1; i < ml; i++) check_marker_split(&MARKERS[m], &i, 1);
+        for (size_t i = 1; i < ml; i++)
+            for (size_t j = i + 1; j < ml; j++) {
+                size_t cuts[2] = {i, j};
+                check_marker_split(&MARKERS[m], cuts, 2);
+            }
+    }
+    /* TOOLS_CLOSE: the section closes, text after it is content */
+    const char *s = TOOLS_OPEN CALL_W TOOLS_CLOSE "after";
+    size_t base = strlen(TOOLS_OPEN CALL_W), ml = strlen(TOOLS_CLOSE);
+    for (size_t i = 1; i < ml; i++)
+        for (size_t j = i; j < ml; j++) {
+            size_t cuts[2] = {base + i, base + j};
+            result r;
+            feed(&r, K3_CHAN_CONTENT, s, cuts, 2);
+            CHECK(!strcmp(r.content.s, "after") && r.sections == 1 && r.section_calls == 1,
+                  "TOOLS_CLOSE split %zu,%zu: C='%s'", i, j, r.content.s);
+            result_free(&r);
+        }
+}
+
+static void check_log(k3_chan_state initial, const char *const *chunks, size_t n,
+                      const char *want) {
+    k3_chan *ch = k3_chan_new(&X, initial);
+    result r;
+    memset(&r, 0, sizeof r);
+    k3_buf_put(&r.log, "", 0);
+    size_t ne;
+    for (size_t i = 0; i < n; i++) {
+        const k3_chan_event *ev = k3_chan_push(ch, chunks[i], strlen(chunks[i]), &ne);
+        take(&r, ev, ne);
+        k3_buf_puts(&r.log, "/");
+    }
+    const k3_chan_event *ev = k3_chan_finish(ch, &ne);
+    take(&r, ev, ne);
+    CHECK(!strcmp(r.log.s, want), "\n    got:  %s\n    want: %s", r.log.s, want);
+    k3_chan_free(ch);
+    result_free(&r);
+}
+
+TEST(partial_prefix_preserved) {
+    const char *a[] = {"a<|", "b"};
+    check_log(K3_CHAN_CONTENT, a, 2, "C:a|/C:<|b|/");
+    const char *b[] = {"a <|clo", "se|>b"};
+    check_log(K3_CHAN_CONTENT, b, 2, "C:a |/C:<|close|>b|/");
+    const char *c[] = {"<|close|>", "think<|sep|>", "<|open|>resp", "onse<|sep|>Hi"};
+    check_log(K3_CHAN_REASONING, c, 4, "///C:Hi|/");
+    /* a held prefix at the end of the stream is text, not lost */
+    const char *d[] = {"tail <|"};
+    check_log(K3_CHAN_CONTENT, d, 1, "C:tail |/C:<||");
+    const char *e[] = {"x<|open|>thin", "g"};
+    check_log(K3_CHAN_CONTENT, e, 2, "C:x|/C:<|open|>thing|/");
+}
+
+TEST(markers_at_start_and_end) {
+    const char *a[] = {THINK_CLOSE "c" MSG_CLOSE};
+    check_log(K3_CHAN_REASONING, a, 1, "C:c|/");
+    const char *b[] = {RESP_OPEN, "c", RESP_CLOSE, MSG_CLOSE};
+    check_log(K3_CHAN_CONTENT, b, 4, "/C:c|///");
+    /* a dangling marker cut by the end of the stream is dropped */
+    const char *c[] = {"c" C "resp"};
+    check_log(K3_CHAN_CONTENT, c, 1, "C:c|/");
+    const char *d[] = {"r" O};
+    check_log(K3_CHAN_REASONING, d, 1, "R:r|/");
+    /* spans attributed to the state they were produced in, within one push */
+    const char *e[] = {"r" THINK_CLOSE "c"};
+    check_log(K3_CHAN_REASONING, e, 1, "R:r|C:c|/");
+}
+
+TEST(deviations_accepted) {
+    /* think left by opening tools directly; answer ended by MSG_CLOSE only */
+    result r;
+    feed(&r, K3_CHAN_REASONING, "r" TOOLS_OPEN CALL_W TOOLS_CLOSE MSG_CLOSE, NULL, 0);
+    CHECK(!strcmp(r.reasoning.s, "r") && r.content.s[0] == 0 && r.section_calls == 1);
+    result_free(&r);
+    feed(&r, K3_CHAN_REASONING, "r" THINK_CLOSE RESP_OPEN "ans" MSG_CLOSE, NULL, 0);
+    CHECK(!strcmp(r.content.s, "ans"), "C='%s'", r.content.s);
+    result_free(&r);
+    /* output that opens think itself although the prompt already did */
+    feed(&r, K3_CHAN_REASONING, THINK_OPEN "r" THINK_CLOSE "c", NULL, 0);
+    CHECK(!strcmp(r.reasoning.s, "r") && !strcmp(r.content.s, "c"));
+    result_free(&r);
+}
+
+TEST(tool_calls_streamed_and_truncated) {
+    const char *two =
+        TOOLS_OPEN CALL_W O "call tool=\"b\"" S C "call" S TOOLS_CLOSE "mid" TOOLS_OPEN O
+                            "call tool=\"c\"" S O "argument key=\"n\" type=\"number\"" S "5" C
+                            "argument" S C "call" S O "call tool=\"cut\"" S "trunc";
+    result r;
+    feed(&r, K3_CHAN_CONTENT, two, NULL, 0);
+    CHECK(!strcmp(r.calls.s, "0 get_weather{\"city\": \"Tokyo\"};1 b{};2 c{\"n\": 5};"), "'%s'",
+          r.calls.s);
+    CHECK(r.sections == 2 && r.section_calls == 3 && !strcmp(r.content.s, "mid"));
+    result_free(&r);
+    /* a call is reported as soon as its closing tag arrives */
+    const char *chunks[] = {TOOLS_OPEN O "call tool=\"a\"" S C "call", S, "x" TOOLS_CLOSE};
+    check_log(K3_CHAN_CONTENT, chunks, 3, "/T:a|/E|/");
+    /* nothing parseable: a section end with zero calls, no call events */
+    feed(&r, K3_CHAN_CONTENT, TOOLS_OPEN O "call index=\"1\"" S C "call" S TOOLS_CLOSE, NULL, 0);
+    CHECK(r.sections == 1 && r.section_calls == 0 && r.calls.s[0] == 0);
+    result_free(&r);
+}
+
+TEST(very_long_content) {
+    size_t n = 1 << 20;
+    char *s = k3_xmalloc(n + 64);
+    for (size_t i = 0; i < n; i++) s[i] = "ab<|c "[i % 6]; /* many '<|' that are not markers */
+    strcpy(s + n, THINK_CLOSE "z");
+    result r1, r2;
+    feed(&r1, K3_CHAN_REASONING, s, NULL, 0);
+    CHECK(r1.reasoning.n == n && !memcmp(r1.reasoning.s, s, n) && !strcmp(r1.content.s, "z"));
+    size_t cuts[255];
+    for (size_t i = 0; i < 255; i++) cuts[i] = (i + 1) * (n / 256) + i % 7;
+    feed(&r2, K3_CHAN_REASONING, s, cuts, 255);
+    CHECK(same_result(&r1, &r2));
+    /* byte by byte through a long stretch */
+    k3_chan *ch = k3_chan_new(&X, K3_CHAN_CONTENT);
+    size_t got = 0, ne;
+    for (size_t i = 0; i < 200000; i++) {
+        const k3_chan_event *ev = k3_chan_push(ch, s + i, 1, &ne);
+        for (size_t k = 0; k < ne; k++) got += ev[k].len;
+    }
+    const k3_chan_event *ev = k3_chan_finish(ch, &ne);
+    for (size_t k = 0; k < ne; k++) got += ev[k].len;
+    CHECK(got == 200000, "got %zu bytes back", got);
+    k3_chan_free(ch);
+    result_free(&r1);
+    result_free(&r2);
+    free(s);
+}
+
+TEST(initial_state_from_prompt) {
+    const char *p1 = O "message role=\"assistant\"" S THINK_OPEN;
+    const char *p2 = O "message role=\"assistant\"" S THINK_OPEN THINK_CLOSE RESP_OPEN;
+    const char *p3 = "no markers";
+    CHECK(k3_chan_initial_state(&X, p1, strlen(p1)) == K3_CHAN_REASONING);
+    CHECK(k3_chan_initial_state(&X, p2, strlen(p2)) == K3_CHAN_CONTENT);
+    CHECK(k3_chan_initial_state(&X, p3, strlen(p3)) == K3_CHAN_CONTENT);
+}
+
+int main(void) {
+    if (k3_xtml_init(&X, NULL)) return 1;
+    RUN(full_stream_unsplit);
+    RUN(every_two_step_split);
+    RUN(every_three_step_split);
+    RUN(each_marker_every_internal_offset);
+    RUN(partial_prefix_preserved);
+    RUN(markers_at_start_and_end);
+    RUN(deviations_accepted);
+    RUN(tool_calls_streamed_and_truncated);
+    RUN(very_long_content);
+    RUN(initial_state_from_prompt);
+    return t_done();
+}
