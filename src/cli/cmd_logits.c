@@ -1,12 +1,17 @@
 /* cmd_logits.c — `k3 logits`: float32 logits [T, vocab] (row-major) for a token list.
  *
  *   k3 logits --model DIR --tokens 1,2,3 --out FILE [--mode prefill|decode|chunked:N]
- *             [--threads N]
+ *             [--threads N] [--pipeline]
+ *
+ * Under `mpirun -np N` the model is split N ways (tensor parallel, or layer
+ * ranges with --pipeline; src/dist/launch.h) and rank 0 writes FILE.
  *
  * prefill feeds all tokens in one call, decode one token per call, chunked:N
  * N tokens per call; all three must give the same logits (the caches carry the
  * state between calls). Errors go to stderr with a non-zero exit. */
 #include "cli/cli.h"
+#include "dist/dist.h"
+#include "dist/launch.h"
 #include "k3.h"
 
 #include <errno.h>
@@ -16,8 +21,10 @@
 
 static void usage(FILE *f) {
     fprintf(f, "usage: k3 logits --model DIR --tokens 1,2,3 --out FILE\n"
-               "                 [--mode prefill|decode|chunked:N] [--threads N]\n"
-               "writes float32 logits [T, vocab], row-major, to FILE\n");
+               "                 [--mode prefill|decode|chunked:N] [--threads N] [--pipeline]\n"
+               "writes float32 logits [T, vocab], row-major, to FILE\n"
+               "under mpirun -np N: tensor parallel over N ranks (--pipeline: layer ranges),\n"
+               "rank 0 writes FILE\n");
 }
 
 /* Strict comma-separated non-negative integers. */
@@ -65,11 +72,11 @@ static int64_t parse_mode(const char *m, int64_t n) {
 }
 
 static int run(const char *model, const int32_t *tok, int64_t n, int64_t chunk, int threads,
-               const char *out) {
+               const char *out, int pipeline) {
     k3_load_opts o = {.threads = threads, .tp_size = 1, .pp_size = 1};
-    k3_model *m = k3_model_load(model, &o);
+    k3_model *m = k3_dist_model_load(model, &o, pipeline); /* this rank's slice under mpirun */
     if (!m) {
-        fprintf(stderr, "k3 logits: %s\n", k3_errmsg());
+        fprintf(stderr, "k3 logits: %s%s\n", k3_dist_tag(), k3_errmsg());
         return 1;
     }
     int64_t V = k3_model_vocab(m);
@@ -81,8 +88,10 @@ static int run(const char *model, const int32_t *tok, int64_t n, int64_t chunk, 
         rc = k3_forward(s, tok + t, k, logits + t * V, 1);
     }
     if (rc) fprintf(stderr, "k3 logits: %s\n", logits ? k3_errmsg() : "out of memory");
-    FILE *f = rc ? NULL : fopen(out, "wb");
-    if (!rc && (!f || fwrite(logits, sizeof(float), (size_t)(n * V), f) != (size_t)(n * V))) {
+    int writer = k3_dist_is_root(); /* rank 0 writes; the other ranks only compute */
+    FILE *f = rc || !writer ? NULL : fopen(out, "wb");
+    if (!rc && writer &&
+        (!f || fwrite(logits, sizeof(float), (size_t)(n * V), f) != (size_t)(n * V))) {
         fprintf(stderr, "k3 logits: cannot write %s: %s\n", out, strerror(errno));
         rc = -1;
     }
@@ -98,12 +107,16 @@ static int run(const char *model, const int32_t *tok, int64_t n, int64_t chunk, 
 
 int cmd_logits(int argc, char **argv) {
     const char *model = NULL, *tokens = NULL, *out = NULL, *mode = "prefill";
-    int threads = 0;
+    int threads = 0, pipeline = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
+        }
+        if (!strcmp(a, "--pipeline")) {
+            pipeline = 1;
+            continue;
         }
         if (i + 1 >= argc) {
             fprintf(stderr, "k3 logits: %s needs a value\n", a);
@@ -142,7 +155,8 @@ int cmd_logits(int argc, char **argv) {
     int32_t *tok = parse_tokens(tokens, &n);
     if (!tok) return 2;
     int64_t chunk = parse_mode(mode, n);
-    int rc = chunk ? run(model, tok, n, chunk, threads, out) : 2;
+    int rc = chunk ? run(model, tok, n, chunk, threads, out, pipeline) : 2;
+    k3_dist_finalize();
     free(tok);
     return rc;
 }

@@ -7,6 +7,7 @@
 #include "kernels/matmul.h"
 #include "model/model.h"
 #include "model/ops.h"
+#include "model/parallel.h"
 
 #include <omp.h>
 #include <stdlib.h>
@@ -50,7 +51,7 @@ static void count_bytes(k3_model *m) {
             &l->moe.shared.down};
         uint64_t b = 0;
         for (size_t k = 0; k < sizeof ws / sizeof ws[0]; k++) b += k3_wmat_bytes(ws[k]);
-        for (int h = 0; !l->is_kda && h < m->c->num_attention_heads; h++)
+        for (int h = 0; !l->is_kda && l->mla.uk && h < m->c->num_attention_heads; h++)
             b += k3_wmat_bytes(&l->mla.uk[h]) + k3_wmat_bytes(&l->mla.uv[h]);
         uint64_t e1 = 0;
         if (l->is_moe) {
@@ -68,11 +69,7 @@ static void count_bytes(k3_model *m) {
 static int check_opts(const k3_load_opts *o) {
     if (!o) return 0;
     if (o->threads < 0) return k3_seterr("threads must be >= 0");
-    if ((o->tp_size > 1) || (o->pp_size > 1))
-        return k3_seterr("tensor/pipeline parallelism (tp_size %d, pp_size %d) is not "
-                         "available in this build of the engine",
-                         o->tp_size, o->pp_size);
-    return 0;
+    return 0; /* tp_* / pp_* are checked against the config by k3_par_init */
 }
 
 k3_model *k3_model_load(const char *dir, const k3_load_opts *opts) {
@@ -85,13 +82,16 @@ k3_model *k3_model_load(const char *dir, const k3_load_opts *opts) {
     }
     m->c = &m->ck.cfg;
     m->L = k3_xcalloc((size_t)m->c->num_hidden_layers, sizeof(k3_layer));
-    int rc = load_globals(m);
-    for (int i = 0; !rc && i < m->c->num_hidden_layers; i++) rc = k3_layer_load(m, i, &m->L[i]);
+    int rc = k3_par_init(m, opts) || load_globals(m); /* this process's slice (parallel.h) */
+    for (int i = m->layer0; !rc && i < m->layer1; i++)
+        rc = k3_layer_load(m, i, &m->L[i]) || k3_par_slice_layer(m, i);
+    if (!rc) k3_par_skip_foreign_layers(m);
     if (!rc) rc = k3_ckpt_check_unused(&m->ck);
     if (rc) {
         k3_model_free(m);
         return NULL;
     }
+    k3_par_finish(m);
     count_bytes(m);
     return m;
 }
@@ -251,14 +251,22 @@ int k3_forward_path(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, 
     const k3_model *m = s->m;
     const k3_config *c = m->c;
     if (check_tokens(m, tokens, n)) return -1;
+    if ((m->tp_size > 1 || m->pp_size > 1) && !m->comm)
+        return k3_seterr("k3_forward: this model is one slice of a parallel group and has no "
+                         "process group attached (k3_model_set_comm)");
     int64_t D = c->hidden_size, V = c->vocab_size;
     float *x = k3_xmalloc(sizeof(float) * (size_t)(n * D));
-    for (int64_t t = 0; t < n; t++) k3_wmat_row(&m->embed, tokens[t], 0, D, x + t * D);
     int nb = c->attn_res_block_size ? c->num_hidden_layers / c->attn_res_block_size + 2 : 1, nR = 0;
     float **R = k3_xcalloc((size_t)nb, sizeof *R);
     int rc = 0;
-    for (int i = 0; !rc && i < c->num_hidden_layers; i++) rc = run_layer(s, i, x, n, R, &nR, path);
-    if (!rc && c->attn_res_block_size) {
+    if (m->layer0 == 0) /* first pipeline stage (or the whole model): embed */
+        for (int64_t t = 0; t < n; t++) k3_wmat_row(&m->embed, tokens[t], 0, D, x + t * D);
+    else
+        rc = k3_pp_recv(m, n, x, R, &nR);
+    for (int i = m->layer0; !rc && i < m->layer1; i++) rc = run_layer(s, i, x, n, R, &nR, path);
+    int last = m->layer1 == c->num_hidden_layers;
+    if (!rc && !last) rc = k3_pp_send(m, n, x, R, nR); /* earlier stage: hand on, no logits */
+    if (!rc && last && c->attn_res_block_size) {
         float *h = k3_xmalloc(sizeof(float) * (size_t)(n * D));
         k3_attnres_mix(R, nR, x, m->w_out, n, D, c->rms_norm_eps, h);
         free(x);
@@ -266,8 +274,8 @@ int k3_forward_path(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, 
     }
     for (int j = 0; j < nR; j++) free(R[j]);
     free(R);
-    if (!rc) {
-        s->len += n;
+    if (!rc) s->len += n;
+    if (!rc && last) {
         int64_t first = all ? 0 : n - 1;
         k3_rmsnorm_rows(x + first * D, n - first, D, m->final_norm, c->rms_norm_eps, x + first * D);
         if (logits) k3_matmul(&m->head, x + first * D, n - first, logits);

@@ -12,6 +12,7 @@
 
 #include "io/checkpoint.h"
 #include "k3.h"
+#include "model/comm.h"
 #include "quant/wmat.h"
 
 /* Sum buf[0..n) over all tensor-parallel ranks, in place. */
@@ -71,6 +72,11 @@ struct k3_model {
     float *final_norm, *w_out; /* [D] each; w_out only with AttnRes */
     k3_reduce_fn reduce;
     void *reduce_ctx;
+    /* tensor / pipeline parallelism (model/parallel.c): this process's slice */
+    int tp_rank, tp_size, pp_rank, pp_size;
+    int layer0, layer1;  /* the layers this process runs: [layer0, layer1) */
+    k3_config local_cfg; /* per-rank head counts and widths (m->c) when tp_size > 1 */
+    const k3_comm *comm; /* the group; NULL for a single process */
     uint64_t weight_bytes, active_bytes;
 };
 
@@ -100,6 +106,8 @@ void k3_kda_forward(const k3_model *m, const k3_layer *l, k3_layer_cache *c, con
 int k3_mla_forward(const k3_model *m, const k3_layer *l, k3_layer_cache *c, const float *x,
                    int64_t T, float *out, int path);
 void k3_mlp_forward(const k3_model *m, const k3_mlp_w *w, const float *x, int64_t T, float *out);
+/* The same without the all-reduce (this rank's partial sum; the MoE reduces it with the latent). */
+void k3_mlp_partial(const k3_model *m, const k3_mlp_w *w, const float *x, int64_t T, float *out);
 void k3_moe_forward(const k3_model *m, const k3_moe_w *w, const float *x, int64_t T, float *out);
 /* Router selection for one token: sel idx/weights [top_k] from logits [E]. */
 void k3_moe_select(const k3_config *c, const float *logits, const float *bias, int *idx,

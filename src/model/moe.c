@@ -12,6 +12,11 @@
 #include <string.h>
 
 void k3_mlp_forward(const k3_model *m, const k3_mlp_w *w, const float *x, int64_t T, float *out) {
+    k3_mlp_partial(m, w, x, T, out);
+    k3_model_reduce(m, out, T * w->down.rows);
+}
+
+void k3_mlp_partial(const k3_model *m, const k3_mlp_w *w, const float *x, int64_t T, float *out) {
     int64_t I = w->gate.rows;
     float *g = k3_xmalloc(sizeof(float) * (size_t)(T * I));
     float *u = k3_xmalloc(sizeof(float) * (size_t)(T * I));
@@ -20,7 +25,6 @@ void k3_mlp_forward(const k3_model *m, const k3_mlp_w *w, const float *x, int64_
     float beta = (float)m->c->situ_beta, lbeta = (float)m->c->situ_linear_beta;
     for (int64_t i = 0; i < T * I; i++) u[i] = k3_situ(u[i], g[i], beta, lbeta);
     k3_matmul(&w->down, u, T, out);
-    k3_model_reduce(m, out, T * w->down.rows);
     free(g);
     free(u);
 }
@@ -147,25 +151,26 @@ static void routed_experts(const k3_model *m, const k3_moe_w *w, const float *x,
 void k3_moe_forward(const k3_model *m, const k3_moe_w *w, const float *x, int64_t T, float *out) {
     const k3_config *c = m->c;
     int64_t D = c->hidden_size, L = c->routed_expert_hidden_size, X = L ? L : D;
-    float *xin = NULL, *ylat = k3_xmalloc(sizeof(float) * (size_t)(T * X));
+    /* ylat [T, X] and, with shared experts, their partial output [T, D] behind it:
+     * tensor parallel sums both in ONE all-reduce, before the norm (spec §5.1). */
+    int64_t ns = c->num_shared_experts ? T * D : 0;
+    float *xin = NULL, *ylat = k3_xmalloc(sizeof(float) * (size_t)(T * X + ns));
     if (L) {
         xin = k3_xmalloc(sizeof(float) * (size_t)(T * L));
         k3_matmul(&w->lat_down, x, T, xin);
     }
     routed_experts(m, w, x, L ? xin : x, T, X, ylat);
-    k3_model_reduce(m, ylat, T * X); /* before the norm (spec §5.1) */
+    float *shared = ylat + T * X;
+    if (ns) k3_mlp_partial(m, &w->shared, x, T, shared);
+    k3_model_reduce(m, ylat, T * X + ns); /* before the norm (spec §5.1) */
     if (L && c->latent_moe_use_norm)
         k3_rmsnorm_rows(ylat, T, L, w->lat_norm, c->rms_norm_eps, ylat);
     if (L)
         k3_matmul(&w->lat_up, ylat, T, out);
     else
         memcpy(out, ylat, sizeof(float) * (size_t)(T * D));
-    if (c->num_shared_experts) {
-        float *s = k3_xmalloc(sizeof(float) * (size_t)(T * D));
-        k3_mlp_forward(m, &w->shared, x, T, s);
-        for (int64_t i = 0; i < T * D; i++) out[i] += s[i];
-        free(s);
-    }
+    if (ns)
+        for (int64_t i = 0; i < T * D; i++) out[i] += shared[i];
     free(xin);
     free(ylat);
 }
