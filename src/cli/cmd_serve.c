@@ -1,11 +1,139 @@
-/* cmd_serve.c — `k3 serve` (placeholder until its issue lands). */
+/* cmd_serve.c — `k3 serve`: command-line options → serve_run (src/serve/). */
 #include "cli/cli.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "gen/builtin.h"
+#include "serve/server.h"
+
+static void serve_usage(FILE *f) {
+    fprintf(f, "usage: k3 serve [--model DIR] [--host ADDR] [--port N] [options]\n"
+               "\n"
+               "OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
+               "GET /v1/models, GET /health. Stops cleanly on SIGINT/SIGTERM.\n"
+               "  --model DIR          checkpoint directory (default: the built-in random model)\n"
+               "  --name ID            model id clients send (default: the directory name)\n"
+               "  --host ADDR          bind address (default 127.0.0.1)\n"
+               "  --port N             TCP port (default 8000; 0 = any free port, printed)\n"
+               "  --api-key KEY        require 'Authorization: Bearer KEY' (default: env\n"
+               "                       K3_API_KEY; none if unset)\n"
+               "  --max-body BYTES     request body limit, larger gets 413 (default 8388608)\n"
+               "  --max-tokens N       per-request max_tokens cap and default (default 4096)\n"
+               "  --timeout SEC        per-request generation limit / idle connection limit\n"
+               "                       (default 600; 0 = none)\n"
+               "  --shutdown-grace SEC in-flight requests get this long on shutdown (default 10)\n"
+               "  --parallel N         requests generating at once (default 64)\n"
+               "  --prefill-chunk N    prompt tokens per request per scheduler round (default 64)\n"
+               "  --cache-mb N         prompt-cache memory budget in MiB (default 1024; 0 = off)\n"
+               "  --threads N          OpenMP threads for the model (default: all cores)\n"
+               "  --test-mode          accept k3_test_force_tokens / k3_test_force_text request\n"
+               "                       fields (tests only: forces the generated tokens)\n");
+}
+
+/* Parse an integer option value in [lo, hi]; -1 + message on error. */
+static int int_arg(const char *opt, const char *v, long long lo, long long hi, long long *out) {
+    char *end;
+    long long x = strtoll(v, &end, 10);
+    if (!*v || *end || x < lo || x > hi) {
+        fprintf(stderr, "k3 serve: %s expects an integer in [%lld, %lld], got '%s'\n", opt, lo, hi,
+                v);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+typedef struct {
+    const char *model, *name;
+    int threads;
+} model_args;
+
+/* One option (with its value in v, may be NULL). Returns 1 if it took the
+ * value, 0 if it is a flag, -1 on error. */
+static int parse_opt(const char *a, const char *v, serve_opts *o, model_args *m) {
+    long long x = 0;
+    if (!strcmp(a, "--test-mode")) return o->test_mode = 1, 0;
+    if (!v) {
+        fprintf(stderr, "k3 serve: %s needs a value\n", a);
+        return -1;
+    }
+    if (!strcmp(a, "--model"))
+        m->model = v;
+    else if (!strcmp(a, "--name"))
+        m->name = v;
+    else if (!strcmp(a, "--host"))
+        o->host = v;
+    else if (!strcmp(a, "--api-key"))
+        o->api_key = v;
+    else if (!strcmp(a, "--port")) {
+        if (int_arg(a, v, 0, 65535, &x)) return -1;
+        o->port = (int)x;
+    } else if (!strcmp(a, "--max-body")) {
+        if (int_arg(a, v, 1, 1ll << 40, &x)) return -1;
+        o->max_body = (size_t)x;
+    } else if (!strcmp(a, "--max-tokens")) {
+        if (int_arg(a, v, 1, 1 << 30, &x)) return -1;
+        o->max_tokens_cap = (int)x;
+    } else if (!strcmp(a, "--timeout")) {
+        if (int_arg(a, v, 0, 1 << 30, &x)) return -1;
+        o->timeout_s = (double)x;
+    } else if (!strcmp(a, "--shutdown-grace")) {
+        if (int_arg(a, v, 0, 1 << 20, &x)) return -1;
+        o->shutdown_grace_s = (double)x;
+    } else if (!strcmp(a, "--parallel")) {
+        if (int_arg(a, v, 1, 4096, &x)) return -1;
+        o->max_active = (int)x;
+    } else if (!strcmp(a, "--prefill-chunk")) {
+        if (int_arg(a, v, 1, 1 << 20, &x)) return -1;
+        o->prefill_chunk = (int)x;
+    } else if (!strcmp(a, "--cache-mb")) {
+        if (int_arg(a, v, 0, 1 << 24, &x)) return -1;
+        o->cache_budget = (size_t)x << 20;
+    } else if (!strcmp(a, "--threads")) {
+        if (int_arg(a, v, 0, 4096, &x)) return -1;
+        m->threads = (int)x;
+    } else {
+        fprintf(stderr, "k3 serve: unknown option '%s' (see k3 serve --help)\n", a);
+        return -1;
+    }
+    return 1;
+}
 
 int cmd_serve(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "k3 serve: not built yet\n");
-    return 2;
+    serve_opts o;
+    serve_opts_default(&o);
+    model_args m = {0};
+    const char *env_key = getenv("K3_API_KEY");
+    if (env_key && *env_key) o.api_key = env_key;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            serve_usage(stdout);
+            return 0;
+        }
+        int took = parse_opt(argv[i], i + 1 < argc ? argv[i + 1] : NULL, &o, &m);
+        if (took < 0) return 2;
+        i += took;
+    }
+    char *builtin = NULL;
+    if (!m.model) {
+        int created = 0;
+        builtin = k3_builtin_model(&created);
+        if (!builtin) k3_die("built-in model: %s", k3_errmsg());
+        m.model = builtin;
+        if (!m.name) m.name = "k3-builtin-tiny";
+    }
+    serve_engine e;
+    if (serve_engine_open(&e, m.model, m.name, m.threads)) {
+        fprintf(stderr, "k3 serve: %s\n", k3_errmsg());
+        free(builtin);
+        return 1;
+    }
+    int rc = serve_run(&e, &o);
+    if (rc) fprintf(stderr, "k3 serve: %s\n", k3_errmsg());
+    serve_engine_close(&e);
+    free(builtin);
+    return rc ? 1 : 0;
 }

@@ -32,12 +32,12 @@ void serve_buf_free(serve_buf *b);
 
 struct serve_engine;
 struct k3_detok;
-struct k3_channels;
+struct k3_chan;
 
 typedef struct {
     serve_resp resp;
     struct k3_detok *detok;
-    struct k3_channels *channels; /* NULL for completions */
+    struct k3_chan *channels; /* NULL for completions */
     const struct serve_engine *engine;
     int stream, include_usage;
     const char *const *stop; /* stop strings (borrowed from the request) */
@@ -48,9 +48,11 @@ typedef struct {
     int n_tool_calls;
 } serve_output;
 
-/* seq_no makes the response id unique. Returns 0 or -1 + k3_errmsg. */
+/* prompt: the request's prompt ids (decides whether generation starts in
+ * the think channel); seq_no makes the response id unique. 0 or -1 +
+ * k3_errmsg. */
 int serve_output_init(serve_output *o, const struct serve_engine *e, const serve_req *q,
-                      unsigned long long seq_no);
+                      const int32_t *prompt, int64_t n_prompt, unsigned long long seq_no);
 void serve_output_free(serve_output *o);
 
 /* The stream's first chunk (chat: delta.role), appended to out. */

@@ -202,7 +202,7 @@ static int job_start(serve_sched *s, serve_job *j, serve_buf *b) {
     pthread_mutex_lock(&s->mu);
     unsigned long long no = ++s->seq_no;
     pthread_mutex_unlock(&s->mu);
-    if (serve_output_init(&j->output, s->eng, &j->req, no)) return -1;
+    if (serve_output_init(&j->output, s->eng, &j->req, j->prompt, j->n_prompt, no)) return -1;
     j->output_ready = 1;
     serve_output_begin(&j->output, b);
     return 0;

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# serve_http.sh — `k3 serve` HTTP behaviour with curl against a real server on
+# a synthetic model: /health, /v1/models, bad requests (each a 4xx OpenAI JSON
+# error, the server still serving afterwards), 413, API-key auth, unknown
+# endpoints, /v1/completions, and a clean exit on SIGTERM.
+cd "$(dirname "$0")/../.."
+. tests/serve/lib.sh
+
+# jsq EXPR: print the value of d<EXPR> for the JSON document on stdin.
+jsq() { node -e 'let s="";process.stdin.on("data",c=>s+=c).on("end",()=>{let d;try{d=JSON.parse(s)}catch(e){console.log("<not json>");return}const v=eval("d"+process.argv[1]);console.log(typeof v==="object"?JSON.stringify(v):String(v))})' "$1"; }
+
+# post PATH BODY: body of the response in $T/out, status printed.
+T=$SERVE_TMP
+post() { curl -s -o "$T/out" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary "$2" "$SERVE_URL$1"; }
+
+# A 4xx whose body is {"error":{"message":...,"type":...}}, naming param if given.
+is_json_error() { # status-range body-file [param]
+    local st=$1 f=$2 param=${3:-}
+    [[ $st == 4?? ]] || { echo "  status $st: $(head -c 300 "$f")"; return 1; }
+    [ "$(jsq '.error.type' <"$f")" = invalid_request_error ] || { echo "  body: $(head -c 300 "$f")"; return 1; }
+    [ -n "$(jsq '.error.message' <"$f")" ] || return 1
+    [ -z "$param" ] || [ "$(jsq '.error.param' <"$f")" = "$param" ] || { echo "  param: $(jsq '.error.param' <"$f")"; return 1; }
+}
+
+serve_start --test-mode --max-body 65536 --max-tokens 32 || { echo "FAIL serve_http_start"; exit 1; }
+
+st=$(curl -s -o "$T/out" -w '%{http_code}' "$SERVE_URL/health")
+check serve_http_health test "$st" = 200 -a "$(jsq .status <"$T/out")" = ok
+st=$(curl -s -o "$T/out" -w '%{http_code}' "$SERVE_URL/v1/models")
+check serve_http_models test "$st" = 200 -a "$(jsq '.data[0].id' <"$T/out")" = tiny
+
+U='{"role":"user","content":"Hi"}'
+bad_case() { # name body [param]
+    local st
+    st=$(post /v1/chat/completions "$2")
+    local ok=1
+    is_json_error "$st" "$T/out" "${3:-}" || ok=0
+    # the server keeps serving: /health answers right after every bad request
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "$SERVE_URL/health")" = 200 ] || ok=0
+    check "serve_http_bad_$1" test $ok = 1
+}
+bad_case malformed_json '{"messages":[' ''
+bad_case not_object '[1,2]' ''
+bad_case wrong_type_messages '{"messages":"hello"}' messages
+bad_case wrong_type_temperature "{\"messages\":[$U],\"temperature\":\"hot\"}" temperature
+bad_case wrong_type_stream "{\"messages\":[$U],\"stream\":\"yes\"}" stream
+bad_case wrong_type_content '{"messages":[{"role":"user","content":42}]}' 'messages[0].content'
+bad_case unknown_model "{\"model\":\"gpt-4o\",\"messages\":[$U]}" model
+bad_case empty_messages '{"messages":[]}' messages
+bad_case max_tokens_zero "{\"messages\":[$U],\"max_tokens\":0}" max_tokens
+bad_case max_tokens_negative "{\"messages\":[$U],\"max_tokens\":-3}" max_tokens
+bad_case n_two "{\"messages\":[$U],\"n\":2}" n
+bad_case invalid_utf8 "$(printf '{"messages":[{"role":"user","content":"\xc3\x28"}]}')" ''
+bad_case bad_role '{"messages":[{"role":"robot","content":"x"}]}' 'messages[0].role'
+st=$(post /v1/chat/completions "{\"model\":\"gpt-4o\",\"messages\":[$U]}")
+check serve_http_unknown_model_404 test "$st" = 404
+
+# A body over --max-body: 413 with a JSON error, then the server still serves.
+head -c 70000 /dev/zero | tr '\0' 'a' >"$T/big"
+printf '{"messages":[{"role":"user","content":"%s"}]}' "$(cat "$T/big")" >"$T/bigbody"
+st=$(curl -s -o "$T/out" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary @"$T/bigbody" "$SERVE_URL/v1/chat/completions")
+check serve_http_413 test "$st" = 413 -a "$(jsq .error.code <"$T/out")" = request_too_large
+# chunked upload (no Content-Length) over the limit is refused too
+st=$(curl -s -o "$T/out" -w '%{http_code}' -H 'Transfer-Encoding: chunked' -H 'Content-Type: application/json' --data-binary @"$T/bigbody" "$SERVE_URL/v1/chat/completions")
+check serve_http_413_chunked test "$st" = 413
+
+st=$(curl -s -o "$T/out" -w '%{http_code}' "$SERVE_URL/v1/nope")
+check serve_http_unknown_path test "$st" = 404 -a -n "$(jsq .error.message <"$T/out")"
+st=$(curl -s -o "$T/out" -w '%{http_code}' "$SERVE_URL/v1/chat/completions")
+check serve_http_wrong_method test "$st" = 405
+
+# After all that, a valid request works; max_tokens is capped at --max-tokens 32.
+st=$(post /v1/chat/completions "{\"messages\":[$U],\"max_tokens\":1000,\"chat_template_kwargs\":{\"thinking\":false}}")
+check serve_http_valid_after_errors test "$st" = 200 -a "$(jsq .usage.completion_tokens <"$T/out")" -le 32
+
+# /v1/completions: forced text comes back raw, with usage.
+st=$(post /v1/completions '{"prompt":"Once upon a time","max_tokens":20,"k3_test_force_text":"there was a cat."}')
+check serve_http_completions test "$st" = 200 -a "$(jsq '.choices[0].text' <"$T/out")" = "there was a cat." -a "$(jsq .object <"$T/out")" = text_completion
+
+# Forced output is refused without --test-mode (checked on a second server below).
+serve_stop
+rc=$?
+check serve_http_sigterm_exit0 test "$rc" = 0
+check serve_http_log_line grep -q 'POST /v1/chat/completions 200 prompt=[0-9]* cached=[0-9]* prefill=[0-9]* completion=[0-9]* ttft=[0-9.]*ms tok/s=' "$SERVE_LOG"
+check serve_http_shutdown_logged grep -q 'SIGTERM received, shutting down' "$SERVE_LOG"
+
+# API key: 401 without or with a wrong key, 200 with it; /health stays open.
+serve_start --api-key sekrit || { echo "FAIL serve_http_start_auth"; exit 1; }
+st=$(curl -s -o "$T/out" -w '%{http_code}' "$SERVE_URL/v1/models")
+check serve_http_auth_missing test "$st" = 401 -a "$(jsq .error.code <"$T/out")" = invalid_api_key
+st=$(curl -s -o "$T/out" -w '%{http_code}' -H 'Authorization: Bearer wrong' "$SERVE_URL/v1/models")
+check serve_http_auth_wrong test "$st" = 401
+st=$(curl -s -o "$T/out" -w '%{http_code}' -H 'Authorization: Bearer sekrit' "$SERVE_URL/v1/models")
+check serve_http_auth_ok test "$st" = 200
+st=$(curl -s -o "$T/out" -w '%{http_code}' "$SERVE_URL/health")
+check serve_http_auth_health_open test "$st" = 200
+st=$(curl -s -o "$T/out" -w '%{http_code}' -H 'Authorization: Bearer sekrit' -d "{\"messages\":[$U],\"k3_test_force_text\":\"x\"}" "$SERVE_URL/v1/chat/completions")
+check serve_http_force_needs_test_mode test "$st" = 400 -a "$(jsq .error.code <"$T/out")" = test_mode_only
+serve_stop
