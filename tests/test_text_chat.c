@@ -264,7 +264,7 @@ TEST(efforts_and_generation_prompt) {
     check_render("{\"add_generation_prompt\":false,\"messages\":[]}", EFFORT_MAX);
     check_error("{\"chat_template_kwargs\":{\"thinking_effort\":\"medium\"},\"messages\":[]}",
                 "thinking_effort");
-    check_error("{\"reasoning_effort\":\"huge\",\"messages\":[]}", "thinking_effort");
+    check_error("{\"reasoning_effort\":\"huge\",\"messages\":[]}", "reasoning_effort");
 }
 
 TEST(content_parts_and_images) {
@@ -421,6 +421,54 @@ TEST(ids_example4_control_layout_no_injection) {
     check_ids(EX4_REQUEST, parts, lens, 4);
 }
 
+/* ---- spellings come from the tokenizer's control table ------------------- */
+
+static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* A 256-byte ranks file: every single byte, rank = byte value. */
+static char *byte_ranks(size_t *len) {
+    static char buf[256 * 12];
+    size_t n = 0;
+    for (int b = 0; b < 256; b++)
+        n += (size_t)sprintf(buf + n, "%c%c== %d\n", B64[b >> 2], B64[(b & 3) << 4], b);
+    *len = n;
+    return buf;
+}
+
+TEST(spellings_from_tokenizer_config) {
+    size_t rl;
+    char *ranks = byte_ranks(&rl);
+    /* the K3 <|open|> slot (block + 3) renamed; the others keep K3 names */
+    const char *cfg = "{\"added_tokens_decoder\":{\"259\":{\"content\":\"<|begin|>\",\"special\":"
+                      "false},\"260\":{\"content\":\"<|close|>\",\"special\":false},\"261\":{"
+                      "\"content\":\"<|sep|>\",\"special\":false},\"258\":{\"content\":\"<|end_"
+                      "of_msg|>\",\"special\":true}}}";
+    k3_tokenizer *tok = k3_tok_from_memory(ranks, rl, cfg, strlen(cfg), "test");
+    CHECK(tok != NULL, "%s", k3_errmsg());
+    if (!tok) return;
+    k3_xtml x;
+    CHECK(k3_xtml_init(&x, tok) == 0, "%s", k3_errmsg());
+    CHECK(!strcmp(x.ctrl[K3_XC_OPEN], "<|begin|>") && x.ctrl_id[K3_XC_OPEN] == 259);
+    CHECK(x.ctrl_id[K3_XC_SEP] == 261 && x.ctrl_id[K3_XC_EOM] == 258);
+    CHECK(!strcmp(x.marker[K3_XM_THINK_OPEN], "<|begin|>think<|sep|>"), "%s",
+          x.marker[K3_XM_THINK_OPEN]);
+    json_t *req = json_loads("{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"chat_"
+                             "template_kwargs\":{\"thinking\":false}}",
+                             0, NULL);
+    size_t len;
+    char *p = k3_chat_render(&x, req, &len);
+    CHECK(p &&
+              !strcmp(p, "<|begin|>message role=\"user\"<|sep|>Hi<|close|>message<|sep|><|end_of_"
+                         "msg|><|begin|>message role=\"assistant\"<|sep|><|begin|>response<|sep|>"),
+          "%s", p ? p : k3_errmsg());
+    k3_ids ids = {0};
+    CHECK(k3_chat_encode(tok, req, &ids) == 0 && ids.n > 0 && ids.ids[0] == 259);
+    k3_ids_free(&ids);
+    free(p);
+    json_decref(req);
+    k3_tok_free(tok);
+}
+
 int main(void) {
     if (k3_xtml_init(&X, NULL)) return 1;
     RUN(example1_single_user_turn);
@@ -440,5 +488,6 @@ int main(void) {
     RUN(bad_requests_name_the_field);
     RUN(ids_example1_control_layout);
     RUN(ids_example4_control_layout_no_injection);
+    RUN(spellings_from_tokenizer_config);
     return t_done();
 }

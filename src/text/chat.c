@@ -134,6 +134,7 @@ void k3_chat_opts_default(k3_chat_opts *o) {
     o->thinking = 1;
     o->has_effort = 1;
     strcpy(o->thinking_effort, "max");
+    strcpy(o->effort_field, "thinking_effort");
     o->add_generation_prompt = 1;
 }
 
@@ -166,6 +167,7 @@ static int set_effort(k3_chat_opts *o, const json_t *v, const char *field, int m
     if (map_openai && !strcmp(e, "medium")) e = "high";
     o->has_effort = 1;
     strcpy(o->thinking_effort, e);
+    snprintf(o->effort_field, sizeof o->effort_field, "%s", field);
     return 0;
 }
 
@@ -488,7 +490,8 @@ static void render_response_format(k3_render *r, const json_t *rf) {
 static int render_effort(k3_render *r) {
     const char *e = r->opts->thinking_effort;
     if (strcmp(e, "low") && strcmp(e, "high") && strcmp(e, "max"))
-        return k3_seterr("thinking_effort: \"%s\" is not supported (expected low, high or max)", e);
+        return k3_seterr("%s: \"%s\" is not supported (expected low, high or max)",
+                         r->opts->effort_field, e);
     k3_buf body = {0};
     k3_buf_puts(&body, THINKING_EFFORT_PREFIX);
     k3_buf_puts(&body, e);

@@ -53,6 +53,7 @@ typedef struct {
     int thinking;              /* 1: think channels and the effort message */
     int has_effort;            /* 0: no thinking-effort message */
     char thinking_effort[16];  /* "low" | "high" | "max" (validated in build) */
+    char effort_field[48];     /* request field it came from, for errors */
     int add_generation_prompt; /* 1: end with the assistant opener */
 } k3_chat_opts;
 
