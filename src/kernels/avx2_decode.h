@@ -50,13 +50,24 @@ K3_AVX2_INLINE __m256 k3_dec8_codes(const uint8_t *row, int64_t c, int bits) {
         q = _mm256_srlv_epi32(_mm256_set1_epi32(w), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14));
         q = _mm256_and_si256(q, _mm256_set1_epi32(3));
     } else {
-        uint64_t w = 0;
-        if (bits == 3)
-            memcpy(&w, p, 3);
-        else if (bits == 5)
-            memcpy(&w, p, 5);
-        else
-            memcpy(&w, p, 6);
+        /* assembled in registers: a memcpy of 3/5/6 bytes into a stack u64
+         * followed by a vector load stalls on store forwarding */
+        uint64_t w;
+        if (bits == 3) {
+            uint16_t lo;
+            memcpy(&lo, p, 2);
+            w = lo | (uint64_t)p[2] << 16;
+        } else {
+            uint32_t lo;
+            memcpy(&lo, p, 4);
+            if (bits == 5) {
+                w = lo | (uint64_t)p[4] << 32;
+            } else {
+                uint16_t hi;
+                memcpy(&hi, p + 4, 2);
+                w = lo | (uint64_t)hi << 32;
+            }
+        }
         __m256i v = _mm256_set1_epi64x((long long)w);
         /* lane i needs bytes b = (i*bits)/8 and b+1 in its low 16 bits; shift (i*bits)%8 */
         __m256i idx, sh;

@@ -1,22 +1,22 @@
 /* matmul_avx2.c — AVX2+FMA tiled matrix-matrix product (prefill: many tokens).
  *
- * Y[t, r] = sum_c W[r, c] X[t, c]. Weights are dequantized once per call into
- * an f32 panel of up to PANEL_ROWS rows (thread-local scratch, L2-resident),
- * then a 3-row x 4-token register tile (12 accumulators) walks the full K for
- * every group of 4 tokens, so each weight is decoded once and used T times and
- * each X tile is reused by all rows of the panel. Activations stay f32.
+ * Y[t, r] = sum_c W[r, c] X[t, c]. Per block of 16 rows, the weights are
+ * dequantized once per call and stored k-major (P[k][16], thread-local scratch,
+ * L2-resident); then a 6-token x 16-row register tile (12 accumulators)
+ * broadcasts X[t, k] against two vectors of P per k (BLIS-style outer
+ * product), so each weight is decoded once and used for all T tokens, the
+ * accumulators map directly onto contiguous Y rows and no horizontal sums are
+ * needed. Activations stay f32.
  *
- * Every (t, r) is accumulated by the same instruction sequence (8 lanes in
- * column order, then a fixed horizontal sum) whatever T, the panel height or
- * the thread count, so results do not depend on threading. */
+ * Every (t, r) is accumulated by one FMA per k in column order whatever T,
+ * the tile or the thread count, so results do not depend on threading or on
+ * how a prompt is split into chunks. */
 #include "kernels/avx2.h"
 #include "kernels/avx2_decode.h"
 #include "kernels/scratch.h"
 #include "quant/dtype.h"
 
 #include <omp.h>
-
-#define PANEL_ROWS 24 /* multiple of the 3-row tile */
 
 static inline int64_t round8(int64_t k) {
     return (k + 7) & ~(int64_t)7;
@@ -129,95 +129,122 @@ K3_AVX2 void k3_avx2_decode_row(const k3_wmat *W, int64_t r, float *out) {
     }
 }
 
-/* The register tile: rows p[0..3) of the panel (stride kp) times NT tokens of
- * X (stride K), written to Y[t, r0 + i] for i < nr. NT is a constant after
- * inlining, so the 3*NT accumulators live in registers. */
-K3_AVX2_INLINE void tile(const float *p, int64_t kp, const float *X, int64_t K, int NT, float *Y,
-                         int64_t R, int nr) {
-    __m256 acc[3][4];
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < NT; j++) acc[i][j] = _mm256_setzero_ps();
-    const int64_t k8 = K & ~(int64_t)7;
-    for (int64_t k = 0; k < k8; k += 8) {
-        __m256 w0 = _mm256_loadu_ps(p + k), w1 = _mm256_loadu_ps(p + kp + k),
-               w2 = _mm256_loadu_ps(p + 2 * kp + k);
-        for (int j = 0; j < NT; j++) {
-            __m256 xv = _mm256_loadu_ps(X + j * K + k);
-            acc[0][j] = _mm256_fmadd_ps(w0, xv, acc[0][j]);
-            acc[1][j] = _mm256_fmadd_ps(w1, xv, acc[1][j]);
-            acc[2][j] = _mm256_fmadd_ps(w2, xv, acc[2][j]);
-        }
-    }
-    if (k8 < K) { /* column tail: masked X load, the panel is zero-padded */
-        __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(K - k8)),
-                                       _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-        __m256 w0 = _mm256_loadu_ps(p + k8), w1 = _mm256_loadu_ps(p + kp + k8),
-               w2 = _mm256_loadu_ps(p + 2 * kp + k8);
-        for (int j = 0; j < NT; j++) {
-            __m256 xv = _mm256_maskload_ps(X + j * K + k8, m);
-            acc[0][j] = _mm256_fmadd_ps(w0, xv, acc[0][j]);
-            acc[1][j] = _mm256_fmadd_ps(w1, xv, acc[1][j]);
-            acc[2][j] = _mm256_fmadd_ps(w2, xv, acc[2][j]);
-        }
-    }
-    for (int i = 0; i < nr; i++)
-        for (int j = 0; j < NT; j++) Y[j * R + i] = k3_hsum256(acc[i][j]);
+/* 8x8 transpose of rows src[i*ld ..] (i < 8) into dst[k*16 + i] (k < 8). */
+K3_AVX2_INLINE void transpose8(const float *src, int64_t ld, float *dst) {
+    __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + ld),
+           r2 = _mm256_loadu_ps(src + 2 * ld), r3 = _mm256_loadu_ps(src + 3 * ld),
+           r4 = _mm256_loadu_ps(src + 4 * ld), r5 = _mm256_loadu_ps(src + 5 * ld),
+           r6 = _mm256_loadu_ps(src + 6 * ld), r7 = _mm256_loadu_ps(src + 7 * ld);
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1),
+           t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3),
+           t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
+           t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee),
+           u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee),
+           u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee),
+           u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+    _mm256_storeu_ps(dst + 0 * 16, _mm256_permute2f128_ps(u0, u4, 0x20));
+    _mm256_storeu_ps(dst + 1 * 16, _mm256_permute2f128_ps(u1, u5, 0x20));
+    _mm256_storeu_ps(dst + 2 * 16, _mm256_permute2f128_ps(u2, u6, 0x20));
+    _mm256_storeu_ps(dst + 3 * 16, _mm256_permute2f128_ps(u3, u7, 0x20));
+    _mm256_storeu_ps(dst + 4 * 16, _mm256_permute2f128_ps(u0, u4, 0x31));
+    _mm256_storeu_ps(dst + 5 * 16, _mm256_permute2f128_ps(u1, u5, 0x31));
+    _mm256_storeu_ps(dst + 6 * 16, _mm256_permute2f128_ps(u2, u6, 0x31));
+    _mm256_storeu_ps(dst + 7 * 16, _mm256_permute2f128_ps(u3, u7, 0x31));
 }
 
-K3_AVX2 static void tile_any(const float *p, int64_t kp, const float *X, int64_t K, int nt,
-                             float *Y, int64_t R, int nr) {
+/* Decode rows [r0, r0+n) (n <= 16) into the k-major panel P[k*16 + i];
+ * rows n..15 are zero. `rows` is a 16 x kp row-major temporary. */
+K3_AVX2 static void pack_panel(const k3_wmat *W, int64_t r0, int n, float *rows, float *P) {
+    const int64_t kp = round8(W->cols);
+    for (int i = 0; i < n; i++) k3_avx2_decode_row(W, r0 + i, rows + i * kp);
+    if (n < 16) memset(rows + n * kp, 0, sizeof(float) * (size_t)((16 - n) * kp));
+    for (int64_t k = 0; k < kp; k += 8) {
+        transpose8(rows + k, kp, P + k * 16);
+        transpose8(rows + 8 * kp + k, kp, P + k * 16 + 8);
+    }
+}
+
+/* Y[j, 0..nr) = sum_k X[j, k] P[k, 0..nr) for j < NT (a compile-time
+ * constant after inlining). The 2*NT accumulators are named variables, not an
+ * array: GCC keeps an accumulator array in memory here. Each output lane
+ * accumulates k in order with one FMA per k, whatever the tiling. */
+#define TILE_ROW(j)                                                                                \
+    if (NT > j) {                                                                                  \
+        __m256 a = _mm256_broadcast_ss(X + j * K + k);                                             \
+        c##j##0 = _mm256_fmadd_ps(a, b0, c##j##0);                                                 \
+        c##j##1 = _mm256_fmadd_ps(a, b1, c##j##1);                                                 \
+    }
+#define TILE_STORE(j)                                                                              \
+    if (NT > j) {                                                                                  \
+        if (nr == 16) {                                                                            \
+            _mm256_storeu_ps(Y + j * R, c##j##0);                                                  \
+            _mm256_storeu_ps(Y + j * R + 8, c##j##1);                                              \
+        } else {                                                                                   \
+            _mm256_maskstore_ps(Y + j * R, m0, c##j##0);                                           \
+            _mm256_maskstore_ps(Y + j * R + 8, m1, c##j##1);                                       \
+        }                                                                                          \
+    }
+K3_AVX2_INLINE void tile(const float *P, const float *X, int64_t K, int NT, float *Y, int64_t R,
+                         int nr) {
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
+           c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    for (int64_t k = 0; k < K; k++) {
+        __m256 b0 = _mm256_load_ps(P + k * 16), b1 = _mm256_load_ps(P + k * 16 + 8);
+        TILE_ROW(0) TILE_ROW(1) TILE_ROW(2) TILE_ROW(3) TILE_ROW(4) TILE_ROW(5)
+    }
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(nr), lane);
+    __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(nr - 8), lane);
+    TILE_STORE(0) TILE_STORE(1) TILE_STORE(2) TILE_STORE(3) TILE_STORE(4) TILE_STORE(5)
+}
+#undef TILE_ROW
+#undef TILE_STORE
+
+K3_AVX2 static void tile_any(const float *P, const float *X, int64_t K, int nt, float *Y, int64_t R,
+                             int nr) {
     switch (nt) {
+    case 6:
+        tile(P, X, K, 6, Y, R, nr);
+        break;
+    case 5:
+        tile(P, X, K, 5, Y, R, nr);
+        break;
     case 4:
-        tile(p, kp, X, K, 4, Y, R, nr);
+        tile(P, X, K, 4, Y, R, nr);
         break;
     case 3:
-        tile(p, kp, X, K, 3, Y, R, nr);
+        tile(P, X, K, 3, Y, R, nr);
         break;
     case 2:
-        tile(p, kp, X, K, 2, Y, R, nr);
+        tile(P, X, K, 2, Y, R, nr);
         break;
     default:
-        tile(p, kp, X, K, 1, Y, R, nr);
+        tile(P, X, K, 1, Y, R, nr);
         break;
     }
 }
 
-/* Rows [r0, r0+n) of Y for all T tokens: decode the panel, then sweep tiles.
- * Token tiles are the outer loop so one X tile serves every row of the panel. */
+/* Rows [r0, r0+n) of Y for all T tokens: pack the panel once, then one
+ * register tile per 6 tokens. */
 K3_AVX2 static void panel_product(const k3_wmat *W, int64_t r0, int n, const float *X, int64_t T,
                                   float *Y) {
     const int64_t K = W->cols, kp = round8(K), R = W->rows;
-    const int nrow3 = (n + 2) / 3 * 3;
-    float *p = k3_scratch(K3_SCRATCH_PANEL, sizeof(float) * (size_t)(kp * nrow3));
-    for (int i = 0; i < n; i++) k3_avx2_decode_row(W, r0 + i, p + i * kp);
-    for (int i = n; i < nrow3; i++) memset(p + i * kp, 0, sizeof(float) * (size_t)kp);
-    for (int64_t t = 0; t < T; t += 4) {
-        int nt = T - t < 4 ? (int)(T - t) : 4;
-        for (int i = 0; i < n; i += 3)
-            tile_any(p + i * kp, kp, X + t * K, K, nt, Y + t * R + r0 + i, R,
-                     n - i < 3 ? n - i : 3);
+    float *buf = k3_scratch(K3_SCRATCH_PANEL, sizeof(float) * (size_t)(32 * kp));
+    float *rows = buf, *P = buf + 16 * kp;
+    pack_panel(W, r0, n, rows, P);
+    for (int64_t t = 0; t < T; t += 6) {
+        int nt = T - t < 6 ? (int)(T - t) : 6;
+        tile_any(P, X + t * K, K, nt, Y + t * R + r0, R, n);
     }
 }
 
-/* Panel height: full PANEL_ROWS when there are enough rows to keep every
- * thread busy, smaller (a multiple of 3) for short matrices such as experts. */
-static int panel_rows(int64_t R, int threads) {
-    int64_t want = (R + 4 * threads - 1) / (4 * threads);
-    want = (want + 2) / 3 * 3;
-    if (want < 3) want = 3;
-    if (want > PANEL_ROWS) want = PANEL_ROWS;
-    return (int)want;
-}
-
 void k3_matmul_avx2(const k3_wmat *W, const float *X, int64_t T, float *Y) {
-    const int64_t R = W->rows;
-    const int pr = panel_rows(R, omp_get_max_threads());
-    const int64_t npanels = (R + pr - 1) / pr;
+    const int64_t R = W->rows, npanels = (R + 15) / 16;
     const int par = R * W->cols * T >= 65536 && npanels > 1;
 #pragma omp parallel for schedule(dynamic, 1) if (par)
     for (int64_t b = 0; b < npanels; b++) {
-        int64_t r0 = b * pr;
-        int n = R - r0 < pr ? (int)(R - r0) : pr;
-        panel_product(W, r0, n, X, T, Y);
+        int64_t r0 = b * 16;
+        panel_product(W, r0, R - r0 < 16 ? (int)(R - r0) : 16, X, T, Y);
     }
 }
