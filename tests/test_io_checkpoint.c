@@ -29,14 +29,18 @@ static void spit(const char *path, const char *buf, size_t len) {
     }
 }
 
-/* Fresh copy of fixture `name` (config + model.safetensors) at g_tmp/<name>. */
-static const char *copy_fixture(const char *name, char *dir) {
+/* Fresh copy of fixture `name` from `root` at g_tmp/<name>. */
+static const char *copy_from(const char *root, const char *name, char *dir) {
     snprintf(dir, 512, "%s/%s", g_tmp, name);
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -r '%s/%s' '%s' && chmod -R u+w '%s'", dir,
-             t_fixtures(), name, dir, dir);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -r '%s/%s' '%s' && chmod -R u+w '%s'", dir, root,
+             name, dir, dir);
     if (system(cmd)) printf("  copy failed: %s\n", cmd);
     return dir;
+}
+
+static const char *copy_fixture(const char *name, char *dir) {
+    return copy_from(t_fixtures(), name, dir);
 }
 
 /* Replace the first occurrence of `from` in a file with `to` (same length). */
@@ -199,6 +203,23 @@ TEST(mxfp4_experts_are_views) {
     k3_ckpt_close(&ck);
 }
 
+TEST(mlx_quantization_is_cross_checked) {
+    char d[512], f[600];
+    copy_from("tests/fixtures", "mlx-mixed", d);
+    k3_model *m = k3_model_load(d, NULL);
+    CHECK(m, "%s", k3_errmsg());
+    k3_model_free(m);
+    snprintf(f, sizeof f, "%s/config.json", d);
+    /* config says 5 bits for qkv_proj, the tensor shapes say 4 */
+    patch(f, "\"group_size\": 32,\n   \"bits\": 4,\n   \"mode\": \"affine\"",
+          "\"group_size\": 32,\n   \"bits\": 5,\n   \"mode\": \"affine\"");
+    expect_load_error(d, "qkv_proj", "4 bits / group 32", "says 5 bits");
+    copy_from("tests/fixtures", "mlx-mixed", d);
+    snprintf(f, sizeof f, "%s/model.safetensors", d);
+    patch(f, "layers.0.mlp.down_proj.biases", "layers.0.mlp.down_proj.biasez");
+    expect_load_error(d, "down_proj", "needs", "biases");
+}
+
 int main(void) {
     snprintf(g_tmp, sizeof g_tmp, "/tmp/k3_test_ckpt_%d", (int)getpid());
     mkdir(g_tmp, 0700);
@@ -210,6 +231,7 @@ int main(void) {
     RUN(unsupported_config_values);
     RUN(config_defaults_and_layouts);
     RUN(mxfp4_experts_are_views);
+    RUN(mlx_quantization_is_cross_checked);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
     if (system(cmd)) printf("  cleanup failed\n");

@@ -172,6 +172,10 @@ static int check_sizes(const k3_config *c, const char *L) {
                     positive(c->qk_nope_head_dim, "qk_nope_head_dim", L) ||
                     positive(c->v_head_dim, "v_head_dim", L)))
         return -1;
+    if (any_kda && c->kda_conv_kernel > 16)
+        return k3_seterr("%s: field \"linear_attn_config.short_conv_kernel_size\" = %d, at most "
+                         "16 is supported",
+                         L, c->kda_conv_kernel);
     if (c->qk_rope_head_dim < 0 || c->q_lora_rank < 0)
         return k3_seterr("%s: qk_rope_head_dim / q_lora_rank must not be negative", L);
     return 0;
@@ -189,9 +193,11 @@ static int check_moe(const k3_config *c, const char *L) {
     if (c->num_experts_per_token < 1 || c->num_experts_per_token > c->num_experts)
         return k3_seterr("%s: field \"num_experts_per_token\" = %d, expected 1..num_experts (%d)",
                          L, c->num_experts_per_token, c->num_experts);
-    if (c->num_expert_group < 1 || c->num_experts % c->num_expert_group)
-        return k3_seterr("%s: field \"num_expert_group\" = %d must divide num_experts = %d", L,
-                         c->num_expert_group, c->num_experts);
+    if (c->num_expert_group < 1 || c->num_expert_group > 1024 ||
+        c->num_experts % c->num_expert_group)
+        return k3_seterr("%s: field \"num_expert_group\" = %d must divide num_experts = %d "
+                         "(and be at most 1024)",
+                         L, c->num_expert_group, c->num_experts);
     if (c->num_expert_group > 1 && (c->topk_group < 1 || c->topk_group > c->num_expert_group))
         return k3_seterr("%s: field \"topk_group\" = %d, expected 1..num_expert_group (%d)", L,
                          c->topk_group, c->num_expert_group);
