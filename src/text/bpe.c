@@ -7,34 +7,38 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A multiply-xorshift hash over 8-byte words; token strings are short. */
-static uint64_t hash_bytes(const uint8_t *p, size_t n) {
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)n;
-    while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdull;
-        h ^= h >> 32;
-        p += 8;
-        n -= 8;
-    }
+/* The first min(n, 8) bytes as a zero-padded word. */
+static uint64_t head_word(const uint8_t *p, size_t n) {
     uint64_t w = 0;
-    memcpy(&w, p, n);
-    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
-    h ^= h >> 29;
+    memcpy(&w, p, n < 8 ? n : 8);
+    return w;
+}
+
+/* A multiply-xorshift hash over 8-byte words; token strings are short. */
+static uint64_t hash_bytes(const uint8_t *p, size_t n, uint64_t head) {
+    uint64_t h = (0x9E3779B97F4A7C15ull ^ (uint64_t)n ^ head) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+    for (size_t i = 8; i < n; i += 8) {
+        uint64_t w = 0;
+        memcpy(&w, p + i, n - i < 8 ? n - i : 8);
+        h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+        h ^= h >> 29;
+    }
     return h;
 }
 
-static int rank_equals(const k3_ranks *r, uint32_t rank, const uint8_t *b, size_t n) {
-    uint32_t len = r->off[rank + 1] - r->off[rank];
-    return len == n && memcmp(r->bytes + r->off[rank], b, n) == 0;
+static int slot_matches(const k3_ranks *r, const k3_rank_slot *s, const uint8_t *b, size_t n,
+                        uint64_t head) {
+    if (s->len != n || s->head != head) return 0;
+    return n <= 8 || !memcmp(r->bytes + r->off[s->rank_plus1 - 1] + 8, b + 8, n - 8);
 }
 
 int32_t k3_ranks_find(const k3_ranks *r, const uint8_t *b, size_t n) {
-    for (uint64_t i = hash_bytes(b, n);; i++) {
-        uint32_t s = r->slot[i & r->mask];
-        if (!s) return -1;
-        if (rank_equals(r, s - 1, b, n)) return (int32_t)(s - 1);
+    uint64_t head = head_word(b, n);
+    for (uint64_t i = hash_bytes(b, n, head);; i++) {
+        const k3_rank_slot *s = &r->slot[i & r->mask];
+        if (!s->rank_plus1) return -1;
+        if (slot_matches(r, s, b, n, head)) return (int32_t)(s->rank_plus1 - 1);
     }
 }
 
@@ -56,17 +60,18 @@ int k3_ranks_build(k3_ranks *r, uint32_t n, const uint8_t *const *tok, const uin
     uint32_t cap = 16;
     while (cap < 2 * (uint64_t)n) cap *= 2; /* load factor <= 1/2 */
     r->mask = cap - 1;
-    r->slot = k3_xcalloc(cap, sizeof(uint32_t));
+    r->slot = k3_xcalloc(cap, sizeof *r->slot);
     for (uint32_t i = 0; i < n; i++) {
         const uint8_t *b = r->bytes + r->off[i];
-        for (uint64_t h = hash_bytes(b, len[i]);; h++) {
-            uint32_t *s = &r->slot[h & r->mask];
-            if (!*s) {
-                *s = i + 1;
+        uint64_t head = head_word(b, len[i]);
+        for (uint64_t h = hash_bytes(b, len[i], head);; h++) {
+            k3_rank_slot *s = &r->slot[h & r->mask];
+            if (!s->rank_plus1) {
+                *s = (k3_rank_slot){head, i + 1, len[i]};
                 break;
             }
-            if (rank_equals(r, *s - 1, b, len[i])) {
-                *dup_a = *s - 1;
+            if (slot_matches(r, s, b, len[i], head)) {
+                *dup_a = s->rank_plus1 - 1;
                 *dup_b = i;
                 k3_ranks_free(r);
                 return k3_seterr("ranks %u and %u have the same token bytes", *dup_a, *dup_b);

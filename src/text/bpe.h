@@ -13,11 +13,19 @@
 
 #include "text/tokenizer.h"
 
+/* One hash slot: the token's first 8 bytes inline (zero-padded), so most
+ * lookups touch one cache line; longer tokens compare the rest in bytes. */
+typedef struct {
+    uint64_t head;
+    uint32_t rank_plus1; /* 0 = empty */
+    uint32_t len;
+} k3_rank_slot;
+
 typedef struct {
     uint32_t n;    /* number of ranks */
     uint32_t *off; /* n + 1 offsets into bytes: rank r = bytes[off[r]..off[r+1]) */
     uint8_t *bytes;
-    uint32_t *slot; /* open-addressing table of rank + 1 (0 = empty) */
+    k3_rank_slot *slot; /* open addressing, linear probing, load <= 1/2 */
     uint32_t mask;
 } k3_ranks;
 

@@ -106,6 +106,10 @@ static int piece_cb(void *vctx, const char *piece, size_t len) {
 /* Ordinary text (no control tokens). Valid UTF-8 runs go through the
  * pattern; each maximal ill-formed subsequence is a piece of its own. */
 static int encode_ordinary(k3_tokenizer *t, const uint8_t *s, size_t n, k3_ids *out) {
+    if (!t->loaded) { /* byte-level: no merges exist, so the pieces do not matter */
+        for (size_t i = 0; i < n; i++) k3_ids_push(out, s[i]);
+        return 0;
+    }
     piece_ctx c = {t, out};
     size_t run = 0, i = 0;
     while (i < n) {
