@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -254,6 +255,14 @@ static int make_addr(const char *host, int port, struct sockaddr_storage *ss) {
     return k3_seterr("--host '%s' is not an IPv4 or IPv6 address", host);
 }
 
+/* libmicrohttpd's own messages, prefixed; the one it prints for every
+ * stream we end because its client left is dropped (we log those). */
+static void mhd_log(void *cls, const char *fmt, va_list ap) {
+    if (strstr(fmt, "application error generating response")) return;
+    fputs("k3 serve: http: ", stderr);
+    vfprintf(stderr, fmt, ap);
+}
+
 static struct MHD_Daemon *start_daemon(serve_server *srv, int *port_out) {
     const serve_opts *o = srv->o;
     struct sockaddr_storage ss;
@@ -263,12 +272,12 @@ static struct MHD_Daemon *start_daemon(serve_server *srv, int *port_out) {
                      MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
     if (fam == AF_INET6) flags |= MHD_USE_IPv6;
     unsigned idle = o->timeout_s > 0 ? (unsigned)o->timeout_s : 0;
-    struct MHD_Daemon *d =
-        MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, srv,
-                         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED,
-                         on_completed, srv, MHD_OPTION_CONNECTION_TIMEOUT, idle,
-                         MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
-                         MHD_OPTION_THREAD_STACK_SIZE, (size_t)1 << 20, MHD_OPTION_END);
+    struct MHD_Daemon *d = MHD_start_daemon(
+        flags, (uint16_t)o->port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR,
+        (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_CONNECTION_TIMEOUT, idle, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)o->max_connections, MHD_OPTION_THREAD_STACK_SIZE, (size_t)1 << 20,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
     if (!d) {
         k3_seterr("cannot listen on %s:%d (address in use or not permitted)", o->host, o->port);
         return NULL;

@@ -36,7 +36,10 @@ serve_start() {
     local model
     model=$(serve_model) || { echo "serve_start: k3 synth failed"; return 1; }
     SERVE_LOG="$SERVE_TMP/server.$RANDOM.log"
-    "$K3" serve --model "$model" --name tiny --port 0 "$@" >"$SERVE_LOG" 2>&1 &
+    # passive OpenMP waiting: the worker must not spin against the HTTP threads
+    # and the test clients on small machines (see docs/serve.md)
+    OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} "$K3" serve --model "$model" --name tiny --port 0 "$@" \
+        >"$SERVE_LOG" 2>&1 &
     SERVE_PID=$!
     SERVE_PIDS+=("$SERVE_PID")
     local i

@@ -1,0 +1,99 @@
+// concurrency.mjs — N concurrent streaming clients against a running
+// `k3 serve --test-mode` (URL in argv[2], N in argv[3], default 50); every
+// third disconnects after its first content delta. Checks: every other
+// client receives its whole stream ([DONE], exact content); /health answers
+// while they run; the server ends with nothing active and its RSS back at
+// the baseline measured after an identical warm-up round.
+const URL = process.argv[2];
+const N = Number(process.argv[3] || 50);
+let failed = 0;
+function check(name, ok, detail) {
+  console.log(`${ok ? "PASS" : "FAIL"} ${name}`);
+  if (!ok) { failed++; if (detail !== undefined) console.log("  " + JSON.stringify(detail).slice(0, 800)); }
+}
+const C = "<|close|>", S = "<|sep|>", EOM = "<|end_of_msg|>";
+const END = `${C}response${S}${C}message${S}${EOM}`;
+const health = async () => (await fetch(`${URL}/health`)).json();
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// One streaming client. abortEarly: disconnect after the first content delta.
+async function client(i, abortEarly) {
+  const want = `client ${i} says hello and goes on for a while`;
+  const ctl = new AbortController();
+  const res = { i, abortEarly, text: "", done: false, aborted: false, error: null };
+  try {
+    const r = await fetch(`${URL}/v1/chat/completions`, {
+      method: "POST", signal: ctl.signal, headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ model: "tiny", stream: true, max_tokens: 200, chat_template_kwargs: { thinking: false },
+        messages: [{ role: "user", content: `I am client ${i}` }],
+        k3_test_force_text: (abortEarly ? want + " and on".repeat(30) : want) + END }),
+    });
+    const dec = new TextDecoder();
+    let buf = "";
+    for await (const part of r.body) {
+      buf += dec.decode(part, { stream: true });
+      let k;
+      while ((k = buf.indexOf("\n\n")) >= 0) {
+        const ev = buf.slice(0, k); buf = buf.slice(k + 2);
+        if (ev === "data: [DONE]") { res.done = true; continue; }
+        const d = JSON.parse(ev.slice(6));
+        const c = d.choices[0];
+        if (c && c.delta.content) {
+          res.text += c.delta.content;
+          if (abortEarly) { res.aborted = true; ctl.abort(); }
+        }
+      }
+    }
+    res.want = want;
+  } catch (e) {
+    if (!(res.aborted && e.name === "AbortError")) res.error = String(e);
+    res.want = want;
+  }
+  return res;
+}
+
+async function round() {
+  const t0 = Date.now();
+  const jobs = [];
+  for (let i = 0; i < N; i++) jobs.push(client(i, i % 3 === 0));
+  // /health must answer while all of them are generating
+  await sleep(200);
+  const th = Date.now();
+  const h = await health();
+  const healthMs = Date.now() - th;
+  const results = await Promise.all(jobs);
+  return { results, healthMs, busy: h.active + h.queued, secs: (Date.now() - t0) / 1000 };
+}
+
+async function settle() { // wait until the worker has retired every job
+  for (let k = 0; k < 600; k++) {
+    const h = await health();
+    if (h.active === 0 && h.queued === 0) return h;
+    await sleep(50);
+  }
+  return health();
+}
+
+const warm = await round();
+const base = await settle();
+const r = await round();
+const after = await settle();
+await sleep(300);
+const end = await health();
+
+const complete = r.results.filter((x) => !x.abortEarly);
+const aborted = r.results.filter((x) => x.abortEarly);
+const bad = complete.filter((x) => !x.done || x.text !== x.want || x.error);
+check("concurrency_all_others_complete", bad.length === 0 && complete.length === N - Math.ceil(N / 3), bad.slice(0, 3));
+check("concurrency_aborts_happened", aborted.every((x) => x.aborted && !x.done && !x.error), aborted.filter((x) => !x.aborted || x.done || x.error).slice(0, 3));
+check("concurrency_health_during_load", r.busy > 0, { busy: r.busy, healthMs: r.healthMs });
+check("concurrency_nothing_left_active", after.active === 0 && after.queued === 0, after);
+check("concurrency_requests_counted", end.requests_done - base.requests_done === N, { before: base.requests_done, after: end.requests_done });
+const mb = (b) => (b / 1048576).toFixed(1);
+const grow = end.rss_bytes - base.rss_bytes;
+console.log(`  ${N} clients (${aborted.length} disconnect early): warm-up round ${warm.secs.toFixed(1)} s, ` +
+            `measured round ${r.secs.toFixed(1)} s; /health during load ${r.healthMs} ms with ${r.busy} busy; ` +
+            `RSS baseline ${mb(base.rss_bytes)} MiB, after ${mb(end.rss_bytes)} MiB (${grow >= 0 ? "+" : ""}${mb(grow)} MiB)`);
+// a second identical round must not grow the process: allow allocator slack
+check("concurrency_memory_back_to_baseline", grow <= Math.max(8 << 20, base.rss_bytes * 0.1), { base: base.rss_bytes, end: end.rss_bytes });
+process.exit(failed ? 1 : 0);
