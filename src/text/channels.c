@@ -268,7 +268,10 @@ static long find_marker(const k3_chan *c, const char *s, size_t n, size_t from,
 static size_t held_suffix(const k3_chan *c, const char *s, size_t n) {
     size_t ne;
     const transition *edges = edges_of(c->state, &ne);
-    for (size_t h = n < K3_XTML_MARKER_MAX ? n : K3_XTML_MARKER_MAX; h > 0; h--)
+    size_t longest = 0;
+    for (size_t e = 0; e < ne; e++)
+        if (c->x.marker_len[edges[e].marker] > longest) longest = c->x.marker_len[edges[e].marker];
+    for (size_t h = n < longest ? n : longest - 1; h > 0; h--)
         for (size_t e = 0; e < ne; e++) {
             size_t ml = c->x.marker_len[edges[e].marker];
             if (h < ml && !memcmp(s + n - h, c->x.marker[edges[e].marker], h)) return h;
