@@ -1,11 +1,201 @@
-/* cmd_chat.c — `k3 chat` (placeholder until its issue lands). */
+/* cmd_chat.c — `k3 chat`: interactive multi-turn chat in the terminal.
+ *
+ * One line of stdin is one user turn. The conversation lives in a single
+ * sequence cache: each turn prefills only its new tokens (the previous
+ * answer's closing tags + the new user message + the assistant opener).
+ * Commands: /clear (forget the conversation), /thinking on|off, /help,
+ * /exit (or end of input). Ctrl-C stops the current answer and returns to
+ * the prompt; at the prompt it only prints a hint. */
 #include "cli/cli.h"
 
+#include "base/err.h"
+#include "base/mem.h"
+#include "gen/gen_opts.h"
+#include "gen/generate.h"
+#include "gen/printer.h"
+#include "gen/session.h"
+
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    interrupted = 1;
+}
+
+/* SIGINT without SA_RESTART: a blocked read returns EINTR instead of
+ * swallowing the key press. */
+static void install_sigint(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+}
+
+typedef struct {
+    const k3_gen_opts *o;
+    k3_session s;
+    k3_seq *seq;
+    int thinking;
+    int first;       /* next turn starts the conversation */
+    int turn;        /* turns answered since start / /clear */
+    k3_ids pending;  /* closing ids of the last answer, fed with the next turn */
+    int interactive; /* stdin is a terminal */
+} chat;
+
+static int on_text(void *ctx, int32_t id, const char *text, size_t len) {
+    (void)id;
+    k3_printer_push(ctx, text, len);
+    return 0;
+}
+
+static void forget(chat *c) {
+    k3_seq_reset(c->seq);
+    c->pending.n = 0;
+    c->first = 1;
+    c->turn = 0;
+}
+
+static void print_ids(const char *what, const int32_t *ids, size_t n) {
+    fprintf(stderr, "[k3] %s (%zu):", what, n);
+    for (size_t i = 0; i < n; i++) fprintf(stderr, "%s%d", i ? "," : " ", ids[i]);
+    fputc('\n', stderr);
+}
+
+static void report(const chat *c, const k3_gen_stats *st, int64_t before) {
+    fprintf(stderr, "[k3] turn %d: prefilled %lld new tokens (cache %lld -> %lld)\n", c->turn,
+            (long long)st->prompt_tokens, (long long)before,
+            (long long)(before + st->prompt_tokens));
+    fprintf(stderr,
+            "[k3] turn %d: generated %lld tokens; prompt %.1f tokens/s, generation %.1f "
+            "tokens/s\n",
+            c->turn, (long long)st->gen_tokens,
+            st->prompt_s > 0 ? (double)st->prompt_tokens / st->prompt_s : 0.0,
+            st->gen_s > 0 ? (double)st->gen_tokens / st->gen_s : 0.0);
+}
+
+/* One user turn: prefill the new tokens, stream the answer, remember how to
+ * close it. */
+static int answer(chat *c, const char *user) {
+    interrupted = 0;
+    k3_ids ids = {0};
+    for (size_t i = 0; i < c->pending.n; i++) k3_ids_push(&ids, c->pending.ids[i]);
+    k3_chan_state initial;
+    if (k3_session_turn(&c->s, c->first ? c->o->system : NULL, user, c->first, c->thinking, 0, &ids,
+                        &initial)) {
+        k3_ids_free(&ids);
+        return -1;
+    }
+    c->turn++;
+    if (c->o->verbose) print_ids("prefill ids", ids.ids, ids.n);
+    int64_t before = k3_seq_len(c->seq);
+    k3_gen_params gp = {.sp = c->o->sp,
+                        .max_tokens = c->o->max_tokens,
+                        .stops = c->o->stops,
+                        .n_stops = c->o->n_stops,
+                        .cancel = &interrupted};
+    gp.sp.seed += (uint64_t)c->turn - 1; /* a fresh but reproducible stream per turn */
+    k3_printer *pr = k3_printer_new(stdout, isatty(1), &c->s.x, initial);
+    k3_gen_stats st;
+    int rc = k3_generate(c->s.m, c->seq, c->s.tok, ids.ids, ids.n, &gp, on_text, pr, &st);
+    if (!rc && st.finish == K3_FINISH_CANCELLED) printf("\n[stopped]");
+    k3_printer_finish(pr);
+    c->pending.n = 0;
+    if (!rc)
+        rc = k3_session_close_turn(&c->s, st.last_id, st.finish == K3_FINISH_STOP_ID,
+                                   k3_printer_state(pr), &c->pending);
+    if (!rc) {
+        c->first = 0;
+        if (c->o->verbose) {
+            report(c, &st, before);
+            print_ids("generated ids", st.ids, (size_t)st.gen_tokens);
+        }
+    }
+    interrupted = 0;
+    k3_printer_free(pr);
+    k3_gen_stats_free(&st);
+    k3_ids_free(&ids);
+    return rc;
+}
+
+/* Slash commands; returns 1 if line was one (handled), -1 for /exit. */
+static int command(chat *c, const char *line) {
+    if (line[0] != '/') return 0;
+    if (!strcmp(line, "/exit") || !strcmp(line, "/quit")) return -1;
+    if (!strcmp(line, "/clear")) {
+        forget(c);
+        printf("[conversation cleared]\n");
+    } else if (!strcmp(line, "/thinking on") || !strcmp(line, "/thinking off")) {
+        c->thinking = !strcmp(line, "/thinking on");
+        printf("[thinking %s]\n", c->thinking ? "on" : "off");
+    } else if (!strcmp(line, "/help")) {
+        printf("/clear  forget the conversation\n/thinking on|off\n/exit   leave (or Ctrl-D)\n"
+               "Ctrl-C  stop the current answer\n");
+    } else {
+        printf("[unknown command %s; /help lists them]\n", line);
+    }
+    fflush(stdout);
+    return 1;
+}
+
+/* Next input line without its newline; NULL at end of input. */
+static char *read_line(chat *c, char **buf, size_t *cap) {
+    for (;;) {
+        if (c->interactive) {
+            fputs(">> ", stdout);
+            fflush(stdout);
+        }
+        errno = 0;
+        ssize_t n = getline(buf, cap, stdin);
+        if (n >= 0) {
+            while (n > 0 && ((*buf)[n - 1] == '\n' || (*buf)[n - 1] == '\r')) (*buf)[--n] = 0;
+            return *buf;
+        }
+        if (errno != EINTR) return NULL;
+        clearerr(stdin);
+        interrupted = 0;
+        printf("\n[Ctrl-C stops an answer; /exit or Ctrl-D leaves]\n");
+    }
+}
+
+static int loop(chat *c) {
+    char *buf = NULL;
+    size_t cap = 0;
+    int rc = 0;
+    if (c->interactive) printf("[k3] chat: type a message, /help for commands\n");
+    const char *line;
+    while (!rc && (line = read_line(c, &buf, &cap))) {
+        if (!*line) continue;
+        int cmd = command(c, line);
+        if (cmd < 0) break;
+        if (cmd) continue;
+        rc = answer(c, line);
+    }
+    free(buf);
+    return rc;
+}
 
 int cmd_chat(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "k3 chat: not built yet\n");
-    return 2;
+    k3_gen_opts o;
+    int prc = k3_gen_opts_parse(argc, argv, "chat", &o);
+    if (prc) return prc == 1 ? 0 : 2;
+    chat c = {.o = &o, .thinking = o.thinking, .first = 1, .interactive = isatty(0)};
+    int rc = k3_session_open(&c.s, &o, stdout);
+    if (!rc && !(c.seq = k3_seq_new(c.s.m))) rc = -1;
+    if (!rc) {
+        install_sigint();
+        rc = loop(&c);
+    }
+    if (rc) fprintf(stderr, "k3 chat: %s\n", k3_errmsg());
+    if (c.seq) k3_seq_free(c.seq);
+    k3_ids_free(&c.pending);
+    k3_session_close(&c.s);
+    return rc ? 1 : 0;
 }

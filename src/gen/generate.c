@@ -80,6 +80,10 @@ static int decode_loop(gen_state *g, double t_start) {
     double t_first = 0;
     st->finish = K3_FINISH_LENGTH;
     while (st->gen_tokens < g->p->max_tokens) {
+        if (g->p->cancel && *g->p->cancel) {
+            st->finish = K3_FINISH_CANCELLED;
+            break;
+        }
         int32_t id = k3_sampler_sample(g->smp, g->logits);
         if (id < 0) return -1;
         if (!st->gen_tokens) {

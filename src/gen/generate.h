@@ -17,6 +17,7 @@
 #include "k3.h"
 #include "text/tokenizer.h"
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,6 +36,8 @@ typedef struct k3_gen_params {
     int n_stops;
     const int32_t *stop_ids; /* extra stop ids besides k3_model_eos / <|end_of_msg|> */
     int n_stop_ids;
+    const volatile sig_atomic_t *cancel; /* optional: generation stops when *cancel != 0
+                                            (checked before every token; e.g. set by SIGINT) */
     int show_special; /* 1: print every control token; 0 (default): drop those whose
                          `special` flag is set (HF skip_special_tokens; keeps XTML markers) */
 } k3_gen_params;

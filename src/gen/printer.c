@@ -61,7 +61,10 @@ static void new_line(k3_printer *p) {
 static void enter(k3_printer *p, int kind) {
     if (kind == p->last_kind) return;
     if (p->tty) {
-        if (kind == K3_EV_REASONING && !p->dimmed) fputs(DIM, p->out), p->dimmed = 1;
+        if (kind == K3_EV_REASONING && !p->dimmed) {
+            fputs(DIM, p->out);
+            p->dimmed = 1;
+        }
         if (kind != K3_EV_REASONING && p->dimmed) {
             fputs(RESET, p->out);
             p->dimmed = 0;
@@ -131,4 +134,8 @@ size_t k3_printer_reasoning_bytes(const k3_printer *p) {
 }
 size_t k3_printer_content_bytes(const k3_printer *p) {
     return p->content;
+}
+
+k3_chan_state k3_printer_state(const k3_printer *p) {
+    return k3_chan_state_now(p->ch);
 }

@@ -23,6 +23,8 @@ void k3_printer_push(k3_printer *p, const char *text, size_t len);
 /* End of the stream: flush held text, reset the terminal colour, end the line. */
 void k3_printer_finish(k3_printer *p);
 void k3_printer_free(k3_printer *p);
+/* The output channel the stream is in now (to close the message in a chat). */
+k3_chan_state k3_printer_state(const k3_printer *p);
 /* Bytes of reasoning / content shown so far. */
 size_t k3_printer_reasoning_bytes(const k3_printer *p);
 size_t k3_printer_content_bytes(const k3_printer *p);
