@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/mem.h"
+#include "model/rowpar.h"
 
 static int g_inited; /* we called MPI_Init */
 static int g_rank, g_size = 1;
@@ -16,6 +18,8 @@ static char g_tag[48];
 
 /* MPI counts are int: move big buffers in pieces of at most this many elements. */
 #define CHUNK ((size_t)INT_MAX / 8)
+/* Floats per all-gather round of the ordered all-reduce (bounds its scratch). */
+#define TREE_PIECE ((size_t)1 << 20)
 
 int k3_dist_launched(void) {
     static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"};
@@ -83,10 +87,43 @@ void k3_dist_reset_stats(void) {
     memset(&g_stats, 0, sizeof g_stats);
 }
 
+/* K3_ALLREDUCE=mpi: MPI_Allreduce (fewer bytes on the wire for big buffers, but
+ * its summation order is MPI's, so TP-N no longer reproduces TP1 bit for bit). */
+static int use_mpi_allreduce(void) {
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("K3_ALLREDUCE");
+        v = e && !strcmp(e, "mpi");
+    }
+    return v;
+}
+
+/* Gather every rank's piece and add them in the canonical tree order
+ * (model/rowpar.h): identical on every rank and equal to the single-process sum. */
+static int allreduce_tree(float *buf, size_t n) {
+    size_t piece = n < TREE_PIECE ? n : TREE_PIECE;
+    float *all = k3_alloc((size_t)g_size * piece * sizeof(float));
+    float **parts = k3_xcalloc((size_t)g_size, sizeof *parts);
+    if (!all) return -1;
+    int rc = MPI_SUCCESS;
+    for (size_t off = 0; rc == MPI_SUCCESS && off < n; off += piece) {
+        size_t cnt = n - off < piece ? n - off : piece;
+        rc =
+            MPI_Allgather(buf + off, (int)cnt, MPI_FLOAT, all, (int)cnt, MPI_FLOAT, MPI_COMM_WORLD);
+        for (int r = 0; r < g_size; r++) parts[r] = all + (size_t)r * cnt;
+        k3_tree_reduce(parts, g_size, (int64_t)cnt);
+        memcpy(buf + off, parts[0], cnt * sizeof(float));
+    }
+    k3_free(all);
+    free(parts);
+    return rc == MPI_SUCCESS ? 0 : mpi_fail(rc, "all-reduce (allgather)");
+}
+
 int k3_dist_allreduce_sum(float *buf, size_t n) {
     g_stats.allreduce_calls++;
     g_stats.allreduce_bytes += (uint64_t)n * sizeof(float);
     if (g_size == 1) return 0;
+    if (!use_mpi_allreduce()) return allreduce_tree(buf, n);
     for (size_t off = 0; off < n; off += CHUNK) {
         int cnt = (int)(n - off < CHUNK ? n - off : CHUNK);
         int rc = MPI_Allreduce(MPI_IN_PLACE, buf + off, cnt, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);

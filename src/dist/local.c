@@ -8,6 +8,7 @@
 
 #include "base/err.h"
 #include "base/mem.h"
+#include "model/rowpar.h"
 
 typedef struct {
     const float *buf; /* published for the peers during an all-reduce */
@@ -39,15 +40,22 @@ static int local_allreduce(void *ctx, float *buf, size_t n) {
     g->stats[rc->rank].allreduce_calls++;
     g->stats[rc->rank].allreduce_bytes += (uint64_t)n * sizeof(float);
     if (g->n == 1) return 0;
-    float *sum = k3_alloc(n * sizeof(float) + 1);
-    if (!sum) return -1; /* (the peers would then wait forever: tests only) */
+    /* every rank copies all partials and sums them in the canonical tree order
+     * (model/rowpar.h): identical bits everywhere, and equal to one process */
+    float *all = k3_alloc((size_t)g->n * n * sizeof(float) + 1);
+    float **parts = k3_xcalloc((size_t)g->n, sizeof *parts);
+    if (!all) return -1; /* (the peers would then wait forever: tests only) */
     g->slot[rc->rank].buf = buf;
     pthread_barrier_wait(&g->bar);
-    for (int r = 0; r < g->n; r++) /* same order on every rank: identical bits */
-        for (size_t i = 0; i < n; i++) sum[i] += g->slot[r].buf[i];
+    for (int r = 0; r < g->n; r++) {
+        parts[r] = all + (size_t)r * n;
+        memcpy(parts[r], g->slot[r].buf, n * sizeof(float));
+    }
     pthread_barrier_wait(&g->bar); /* everyone has read every buffer */
-    memcpy(buf, sum, n * sizeof(float));
-    k3_free(sum);
+    k3_tree_reduce(parts, g->n, (int64_t)n);
+    memcpy(buf, parts[0], n * sizeof(float));
+    k3_free(all);
+    free(parts);
     return 0;
 }
 

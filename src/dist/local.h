@@ -2,8 +2,9 @@
  *
  * Lets the tests (and anyone without mpirun) run N slices of a model side by
  * side, one thread per rank, with the same k3_comm interface the MPI group
- * offers. Sums are taken in rank order 0..N-1 by every rank, so all ranks get
- * bit-identical results. Bytes are counted per rank like the MPI wrapper does. */
+ * offers. Sums are taken in the canonical tree order of model/rowpar.h by
+ * every rank, so all ranks get bit-identical results (equal to one process). Bytes are counted per
+ * rank like the MPI wrapper does. */
 #ifndef K3_DIST_LOCAL_H
 #define K3_DIST_LOCAL_H
 

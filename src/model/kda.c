@@ -5,6 +5,7 @@
 #include "kernels/matmul.h"
 #include "model/model.h"
 #include "model/ops.h"
+#include "model/rowpar.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -114,7 +115,7 @@ void k3_kda_forward(const k3_model *m, const k3_layer *l, k3_layer_cache *c, con
             k3_rmsnorm(yh, hd, w->o_norm, cf->rms_norm_eps, yh);
             for (int d = 0; d < hd; d++) yh[d] *= k3_sigmoid(gh[d]);
         }
-    k3_matmul(&w->o, y, T, out);
+    k3_rowpar_matmul(m, &w->o, y, T, out); /* canonical block order (rowpar.h) */
     k3_model_reduce(m, out, T * D);
     free(z);
     free(tmp);

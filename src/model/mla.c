@@ -10,6 +10,7 @@
 #include "kernels/matmul.h"
 #include "model/model.h"
 #include "model/ops.h"
+#include "model/rowpar.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -175,7 +176,7 @@ int k3_mla_forward(const k3_model *m, const k3_layer *l, k3_layer_cache *c, cons
         for (int64_t i = 0; i < T * os; i++) o[i] *= k3_sigmoid(g[i]);
         free(g);
     }
-    k3_matmul(&w->o, o, T, out);
+    k3_rowpar_matmul(m, &w->o, o, T, out); /* canonical block order (rowpar.h) */
     k3_model_reduce(m, out, T * cf->hidden_size);
     free(q);
     free(o);

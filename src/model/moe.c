@@ -7,6 +7,7 @@
 #include "kernels/matmul.h"
 #include "model/model.h"
 #include "model/ops.h"
+#include "model/rowpar.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +25,7 @@ void k3_mlp_partial(const k3_model *m, const k3_mlp_w *w, const float *x, int64_
     k3_matmul(&w->up, x, T, u);
     float beta = (float)m->c->situ_beta, lbeta = (float)m->c->situ_linear_beta;
     for (int64_t i = 0; i < T * I; i++) u[i] = k3_situ(u[i], g[i], beta, lbeta);
-    k3_matmul(&w->down, u, T, out);
+    k3_rowpar_matmul(m, &w->down, u, T, out); /* canonical block order (rowpar.h) */
     free(g);
     free(u);
 }
@@ -93,20 +94,24 @@ void k3_moe_select(const k3_config *c, const float *logits, const float *bias, i
     free(taken);
 }
 
-/* One expert on the n tokens routed to it: y[tok] += wt * down(SiTU(up x, gate x)). */
-static void run_expert(const k3_model *m, const k3_moe_w *w, int e, const float *xin, int64_t X,
-                       const int64_t *tok, const float *wt, int64_t n, double *y) {
-    int64_t mi = w->eg[e].rows;
+/* Block b (of the rank's nb column blocks, spec §5.1 / rowpar.h) of one expert on the n
+ * tokens routed to it: y[tok] += wt * down_b(SiTU(up_b x, gate_b x)), where up_b / gate_b
+ * are rows [b*ml, (b+1)*ml) and down_b the same columns. The blocks of an expert sum to it. */
+static void run_expert(const k3_model *m, const k3_moe_w *w, int e, int b, int64_t ml,
+                       const float *xin, int64_t X, const int64_t *tok, const float *wt, int64_t n,
+                       double *y) {
+    k3_wmat eg = k3_wmat_rows(&w->eg[e], b * ml, ml), eu = k3_wmat_rows(&w->eu[e], b * ml, ml);
+    k3_wmat ed = k3_wmat_cols(&w->ed[e], b * ml, ml);
     float *xe = k3_xmalloc(sizeof(float) * (size_t)(n * X));
-    float *g = k3_xmalloc(sizeof(float) * (size_t)(n * mi));
-    float *u = k3_xmalloc(sizeof(float) * (size_t)(n * mi));
+    float *g = k3_xmalloc(sizeof(float) * (size_t)(n * ml));
+    float *u = k3_xmalloc(sizeof(float) * (size_t)(n * ml));
     float *d = k3_xmalloc(sizeof(float) * (size_t)(n * X));
     for (int64_t i = 0; i < n; i++) memcpy(xe + i * X, xin + tok[i] * X, sizeof(float) * (size_t)X);
-    k3_matmul(&w->eg[e], xe, n, g);
-    k3_matmul(&w->eu[e], xe, n, u);
+    k3_matmul(&eg, xe, n, g);
+    k3_matmul(&eu, xe, n, u);
     float beta = (float)m->c->situ_beta, lbeta = (float)m->c->situ_linear_beta;
-    for (int64_t i = 0; i < n * mi; i++) u[i] = k3_situ(u[i], g[i], beta, lbeta);
-    k3_matmul(&w->ed[e], u, n, d);
+    for (int64_t i = 0; i < n * ml; i++) u[i] = k3_situ(u[i], g[i], beta, lbeta);
+    k3_matmul(&ed, u, n, d);
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < X; j++) y[tok[i] * X + j] += (double)wt[i] * d[i * X + j];
     free(xe);
@@ -115,7 +120,9 @@ static void run_expert(const k3_model *m, const k3_moe_w *w, int e, const float 
     free(d);
 }
 
-/* Route every token, then run each selected expert once over its tokens. */
+/* Route every token, group the (token, weight) pairs by expert, then per column block run
+ * each selected expert once over its tokens; the blocks' sums are added in the canonical
+ * tree order (rowpar.h) so that tensor-parallel ranks reproduce one process exactly. */
 static void routed_experts(const k3_model *m, const k3_moe_w *w, const float *x, const float *xin,
                            int64_t T, int64_t X, float *ylat) {
     const k3_config *c = m->c;
@@ -126,23 +133,40 @@ static void routed_experts(const k3_model *m, const k3_moe_w *w, const float *x,
     float *wts = k3_xmalloc(sizeof(float) * (size_t)(T * K));
     for (int64_t t = 0; t < T; t++)
         k3_moe_select(c, logits + t * E, w->bias, idx + t * K, wts + t * K);
-    int64_t *tok = k3_xmalloc(sizeof(int64_t) * (size_t)T);
-    float *wt = k3_xmalloc(sizeof(float) * (size_t)T);
-    double *y = k3_xcalloc((size_t)(T * X), sizeof(double));
-    for (int e = 0; e < E; e++) {
-        int64_t n = 0;
-        for (int64_t t = 0; t < T; t++)
-            for (int k = 0; k < K; k++)
-                if (idx[t * K + k] == e) {
-                    tok[n] = t;
-                    wt[n++] = wts[t * K + k];
-                }
-        if (n) run_expert(m, w, e, xin, X, tok, wt, n, y);
+    /* counting sort of the T*K selections by expert, tokens in order within an expert */
+    int64_t *start = k3_xcalloc((size_t)E + 1, sizeof(int64_t));
+    for (int64_t i = 0; i < T * K; i++) start[idx[i] + 1]++;
+    for (int e = 0; e < E; e++) start[e + 1] += start[e];
+    int64_t *fill = k3_xmalloc(sizeof(int64_t) * (size_t)(E + 1));
+    memcpy(fill, start, sizeof(int64_t) * (size_t)(E + 1));
+    int64_t *tok = k3_xmalloc(sizeof(int64_t) * (size_t)(T * K));
+    float *wt = k3_xmalloc(sizeof(float) * (size_t)(T * K));
+    for (int64_t t = 0; t < T; t++)
+        for (int k = 0; k < K; k++) {
+            int64_t at = fill[idx[t * K + k]]++;
+            tok[at] = t;
+            wt[at] = wts[t * K + k];
+        }
+    int nb = k3_rowpar_local_blocks(m, &w->ed[0]);
+    int64_t ml = w->eg[0].rows / nb;
+    double *y = k3_xmalloc(sizeof(double) * (size_t)(T * X));
+    k3_tree_sum acc;
+    k3_tree_init(&acc, T * X);
+    for (int b = 0; b < nb; b++) {
+        memset(y, 0, sizeof(double) * (size_t)(T * X));
+        for (int e = 0; e < E; e++)
+            if (start[e + 1] > start[e])
+                run_expert(m, w, e, b, ml, xin, X, tok + start[e], wt + start[e],
+                           start[e + 1] - start[e], y);
+        for (int64_t i = 0; i < T * X; i++) ylat[i] = (float)y[i];
+        k3_tree_add(&acc, ylat);
     }
-    for (int64_t i = 0; i < T * X; i++) ylat[i] = (float)y[i];
+    k3_tree_finish(&acc, ylat);
     free(logits);
     free(idx);
     free(wts);
+    free(start);
+    free(fill);
     free(tok);
     free(wt);
     free(y);
