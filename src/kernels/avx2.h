@@ -16,6 +16,11 @@ int k3_avx2_supports(const k3_wmat *W);
 void k3_matvec_avx2(const k3_wmat *W, const float *x, float *y);
 void k3_matmul_avx2(const k3_wmat *W, const float *X, int64_t T, float *Y);
 
+/* Affine matvec by digit planes (matvec_quant_avx2.c) for the widths where
+ * k3_avx2_digit_planes(bits, cols); other widths use the generic decoder. */
+int k3_avx2_digit_planes(int bits, int64_t cols);
+void k3_matvec_affine_planes_avx2(const k3_wmat *W, const float *x, float *y);
+
 /* Dequantize the whole of row r into out[0..kp) (kp = cols rounded up to 8;
  * the padding is zero). Used by the matmul panels. */
 void k3_avx2_decode_row(const k3_wmat *W, int64_t r, float *out);

@@ -156,33 +156,64 @@ static affine_fn affine_kernel(int bits, int group) {
 }
 
 static void matvec_affine(const k3_wmat *W, const float *x, float *y) {
+    if (k3_avx2_digit_planes(W->bits, W->cols)) {
+        k3_matvec_affine_planes_avx2(W, x, y);
+        return;
+    }
     float *xsum = k3_scratch(K3_SCRATCH_XSUM, sizeof(float) * (size_t)(W->cols / W->group + 1));
     group_sums(x, W->cols, W->group, xsum);
     affine_kernel(W->bits, W->group)(W, x, xsum, y);
 }
 
-/* One MXFP4 row: per group of 32, half-scale * sum(2*E2M1 * x). */
-K3_AVX2_INLINE float dot_mxfp4_row(const k3_wmat *W, int64_t r, const float *x) {
+/* MXFP4 matvec: per group of 32, the low nibbles (even columns) and high
+ * nibbles (odd columns) go through the doubled E2M1 table with pshufb and are
+ * widened without re-interleaving; x is permuted once per call to match:
+ * xp[32g + 0..7] = x[32g + 0,2..14], [8..15] = even 16..30, [16..23] = odd
+ * 1..15, [24..31] = odd 17..31. */
+static void permute_x_mxfp4(const float *x, int64_t K, float *xp) {
+    for (int64_t g = 0; g < K; g += 32)
+        for (int i = 0; i < 8; i++) {
+            xp[g + i] = x[g + 2 * i];
+            xp[g + 8 + i] = x[g + 16 + 2 * i];
+            xp[g + 16 + i] = x[g + 2 * i + 1];
+            xp[g + 24 + i] = x[g + 17 + 2 * i];
+        }
+}
+
+K3_AVX2_INLINE float dot_mxfp4_row(const k3_wmat *W, int64_t r, const float *xp) {
+    const __m128i lut = _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
+    const __m128i m = _mm_set1_epi8(15);
     const uint8_t *row = W->data + (size_t)r * W->row_stride;
     const uint8_t *sc = W->scales + (size_t)r * W->scale_stride;
-    __m256 yv = _mm256_setzero_ps();
+    __m256 y0 = _mm256_setzero_ps(), y1 = y0;
     for (int64_t g = 0; g < W->cols / 32; g++) {
-        __m256 w[4];
-        const float *xg = x + g * 32;
-        k3_dec32_mxfp4(row + g * 16, w);
-        __m256 a = _mm256_mul_ps(w[0], _mm256_loadu_ps(xg));
-        __m256 b = _mm256_mul_ps(w[1], _mm256_loadu_ps(xg + 8));
-        a = _mm256_fmadd_ps(w[2], _mm256_loadu_ps(xg + 16), a);
-        b = _mm256_fmadd_ps(w[3], _mm256_loadu_ps(xg + 24), b);
-        yv = _mm256_fmadd_ps(_mm256_add_ps(a, b), _mm256_set1_ps(k3_mxfp4_half_scale(sc[g])), yv);
+        const float *xg = xp + g * 32;
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(row + g * 16));
+        __m128i lo = _mm_shuffle_epi8(lut, _mm_and_si128(b, m));
+        __m128i hi = _mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(b, 4), m));
+        __m256 w0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo));
+        __m256 w1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(lo, lo)));
+        __m256 w2 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi));
+        __m256 w3 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(hi, hi)));
+        __m256 a = _mm256_mul_ps(w0, _mm256_loadu_ps(xg));
+        __m256 c = _mm256_mul_ps(w1, _mm256_loadu_ps(xg + 8));
+        a = _mm256_fmadd_ps(w2, _mm256_loadu_ps(xg + 16), a);
+        c = _mm256_fmadd_ps(w3, _mm256_loadu_ps(xg + 24), c);
+        __m256 s = _mm256_set1_ps(k3_mxfp4_half_scale(sc[g]));
+        if (g & 1)
+            y1 = _mm256_fmadd_ps(_mm256_add_ps(a, c), s, y1);
+        else
+            y0 = _mm256_fmadd_ps(_mm256_add_ps(a, c), s, y0);
     }
-    return k3_hsum256(yv);
+    return k3_hsum256(_mm256_add_ps(y0, y1));
 }
 
 K3_AVX2 static void matvec_mxfp4(const k3_wmat *W, const float *x, float *y) {
     const int64_t R = W->rows;
+    float *xp = k3_scratch(K3_SCRATCH_XPERM, sizeof(float) * (size_t)(W->cols + 32));
+    permute_x_mxfp4(x, W->cols, xp);
 #pragma omp parallel for schedule(static) if (R * W->cols >= K3_PAR_MIN_WEIGHTS)
-    for (int64_t r = 0; r < R; r++) y[r] = dot_mxfp4_row(W, r, x);
+    for (int64_t r = 0; r < R; r++) y[r] = dot_mxfp4_row(W, r, xp);
 }
 
 void k3_matvec_avx2(const k3_wmat *W, const float *x, float *y) {
