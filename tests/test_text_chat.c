@@ -7,6 +7,7 @@
 
 #include "base/err.h"
 #include "text/chat.h"
+#include "text/pyjson.h"
 #include "text/tokenizer.h"
 
 #define O "<|open|>"
@@ -469,6 +470,92 @@ TEST(spellings_from_tokenizer_config) {
     k3_tok_free(tok);
 }
 
+/* ---- Python-compatible JSON (pyjson.h) ------------------------------------ */
+
+TEST(python_float_repr) {
+    static const struct {
+        double v;
+        const char *want;
+    } cases[] = {{0.1, "0.1"},
+                 {1e16, "1e+16"},
+                 {1e15, "1000000000000000.0"},
+                 {1e-5, "1e-05"},
+                 {0.0001, "0.0001"},
+                 {1.5e-7, "1.5e-07"},
+                 {123456789012345678.0, "1.2345678901234568e+17"},
+                 {-0.0, "-0.0"},
+                 {5e-324, "5e-324"},
+                 {1.7976931348623157e308, "1.7976931348623157e+308"},
+                 {100.0, "100.0"},
+                 {1.0, "1.0"},
+                 {12345.678, "12345.678"},
+                 {1.0 / 3, "0.3333333333333333"},
+                 {1e22, "1e+22"},
+                 {-1.25e-10, "-1.25e-10"},
+                 {9007199254740993.0, "9007199254740992.0"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char out[40];
+        k3_pyfloat_repr(cases[i].v, out);
+        CHECK(!strcmp(out, cases[i].want), "repr(%.17g): got %s want %s", cases[i].v, out,
+              cases[i].want);
+    }
+}
+
+TEST(python_json_dumps_styles) {
+    json_t *v =
+        json_loads("{\"b\":[1,{\"z\":null,\"a\":true}],\"a\":\"\\u001f\\u007f\\u2028\\\"\\\\/"
+                   "\\u00e9\",\"c\":1.0}",
+                   0, NULL);
+    char *compact = k3_pyjson_dumps(v, K3_PYJSON_COMPACT_SORTED, NULL);
+    char *dflt = k3_pyjson_dumps(v, K3_PYJSON_DEFAULT, NULL);
+    CHECK(!strcmp(compact,
+                  "{\"a\":\"\\u001f\x7f\xe2\x80\xa8\\\"\\\\/\xc3\xa9\",\"b\":[1,{\"a\":true,"
+                  "\"z\":null}],\"c\":1.0}"),
+          "%s", compact);
+    CHECK(!strcmp(dflt,
+                  "{\"b\": [1, {\"z\": null, \"a\": true}], \"a\": \"\\u001f\x7f\xe2\x80\xa8\\\""
+                  "\\\\/\xc3\xa9\", \"c\": 1.0}"),
+          "%s", dflt);
+    free(compact);
+    free(dflt);
+    json_decref(v);
+}
+
+TEST(python_json_scan) {
+    static const struct {
+        const char *src;
+        int ok;
+        size_t end;
+    } cases[] = {{"\"a\\u00e9\\ud83d\\ude00\"x", 1, 21},
+                 {"-0.5e+3,", 1, 7},
+                 {"01", 1, 1},
+                 {"1.", 1, 1},
+                 {"1e", 1, 1},
+                 {"-Infinity]", 1, 9},
+                 {"[1, [2, {\"a\": {}}]]", 1, 19},
+                 {"[1,]", 0, 0},
+                 {"{\"a\" 1}", 0, 0},
+                 {"\"\\x\"", 0, 0},
+                 {"\"open", 0, 0},
+                 {"tru", 0, 0},
+                 {"\"raw\ttab\"", 1, 9},
+                 {"-", 0, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        k3_pyvalue v;
+        size_t pos = 0;
+        int rc = k3_pyjson_scan(cases[i].src, strlen(cases[i].src), &pos, &v);
+        CHECK((rc == 0) == cases[i].ok, "scan('%s') rc %d", cases[i].src, rc);
+        if (rc == 0) CHECK(pos == cases[i].end, "scan('%s') end %zu", cases[i].src, pos);
+        k3_buf_free(&v.str);
+    }
+    k3_pyvalue v;
+    size_t pos = 0;
+    const char *s = "\"\\ud800x\\u00e9\"";
+    CHECK(k3_pyjson_scan(s, strlen(s), &pos, &v) == 0 && !strcmp(v.str.s, "\xef\xbf\xbdx\xc3\xa9"),
+          "lone surrogate -> U+FFFD");
+    k3_buf_free(&v.str);
+}
+
 int main(void) {
     if (k3_xtml_init(&X, NULL)) return 1;
     RUN(example1_single_user_turn);
@@ -489,5 +576,8 @@ int main(void) {
     RUN(ids_example1_control_layout);
     RUN(ids_example4_control_layout_no_injection);
     RUN(spellings_from_tokenizer_config);
+    RUN(python_float_repr);
+    RUN(python_json_dumps_styles);
+    RUN(python_json_scan);
     return t_done();
 }
