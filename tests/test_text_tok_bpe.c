@@ -10,6 +10,8 @@
 #include "text/tok_internal.h"
 #include "text/tokenizer.h"
 
+#include <pthread.h>
+
 static k3_tokenizer *learned;
 static char *corpus;
 static size_t corpus_len;
@@ -244,6 +246,41 @@ TEST(decode_skips_flagged_specials_only) {
     free(s);
 }
 
+/* Threads share one tokenizer (and its piece cache): same ids as alone. */
+typedef struct {
+    k3_ids want;
+    int bad;
+} thread_job;
+
+static void *encode_many(void *arg) {
+    thread_job *job = arg;
+    for (int rep = 0; rep < 20; rep++) {
+        k3_ids got = {0};
+        k3_tok_encode_append(learned, corpus, corpus_len, rep & 1, &got);
+        k3_ids *want = &job[rep & 1].want;
+        if (!ids_equal(&got, want)) job->bad++;
+        k3_ids_free(&got);
+    }
+    return NULL;
+}
+
+TEST(threads_share_a_tokenizer) {
+    thread_job jobs[4][2];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        memset(jobs[i], 0, sizeof jobs[i]);
+        k3_tok_encode_append(learned, corpus, corpus_len, 0, &jobs[i][0].want);
+        k3_tok_encode_append(learned, corpus, corpus_len, 1, &jobs[i][1].want);
+    }
+    for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, encode_many, jobs[i]);
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        CHECK(jobs[i][0].bad == 0, "thread %d: %d encodings differ", i, jobs[i][0].bad);
+        k3_ids_free(&jobs[i][0].want);
+        k3_ids_free(&jobs[i][1].want);
+    }
+}
+
 int main(void) {
     setup();
     RUN(learned_vocabulary_has_merges);
@@ -254,6 +291,7 @@ int main(void) {
     RUN(invalid_utf8_is_encoded_losslessly);
     RUN(special_tokens_only_where_allowed);
     RUN(decode_skips_flagged_specials_only);
+    RUN(threads_share_a_tokenizer);
     k3_tok_free(learned);
     free(corpus);
     return t_done();
