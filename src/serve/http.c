@@ -225,7 +225,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (c->job) {
         /* a client that went away mid-stream frees its sequence now */
         if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) serve_job_cancel(c->job);
-        wait_done(c->job, 2.0); /* the worker notices a cancel within one round */
+        wait_done(c->job, 10.0); /* the worker retires a cancelled job within one step */
         log_request(c);
         serve_job_release(c->job);
     } else {

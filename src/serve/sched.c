@@ -319,18 +319,34 @@ static int admit(serve_sched *s, int *stopping) {
     return go;
 }
 
+/* Finish every cancelled job at once (not at its turn: a round can take a
+ * while when many prompts are being prefilled); its slot becomes NULL. */
+static void retire_cancelled(serve_sched *s, serve_buf *b) {
+    for (int i = 0; i < s->n_active; i++) {
+        serve_job *j = s->active[i];
+        if (j && job_cancelled(j)) {
+            b->n = 0;
+            job_step(s, j, b); /* a cancelled job's step only releases it */
+            s->active[i] = NULL;
+        }
+    }
+}
+
 static void *worker_main(void *arg) {
     serve_sched *s = arg;
     serve_buf b = {0};
     int stopping = 0;
     while (admit(s, &stopping)) {
-        int kept = 0;
         for (int i = 0; i < s->n_active; i++) {
+            if (stopping && s->active[i]) serve_job_cancel(s->active[i]);
+            retire_cancelled(s, &b);
             serve_job *j = s->active[i];
-            if (stopping) serve_job_cancel(j);
             b.n = 0;
-            if (!job_step(s, j, &b)) s->active[kept++] = j;
+            if (j && job_step(s, j, &b)) s->active[i] = NULL;
         }
+        int kept = 0;
+        for (int i = 0; i < s->n_active; i++)
+            if (s->active[i]) s->active[kept++] = s->active[i];
         s->n_active = kept;
     }
     serve_buf_free(&b);
