@@ -470,6 +470,41 @@ TEST(spellings_from_tokenizer_config) {
     k3_tok_free(tok);
 }
 
+/* Segments are encoded separately, so BPE never merges across them
+ * (chat.md §1.6): with merges for `="` and `.h`, name=".hidden" gives
+ * `="` then `.h`..., while one string would pre-tokenize `=".` + `hidden`. */
+TEST(segments_encoded_separately) {
+    static char ranks[256 * 12 + 64];
+    size_t rl;
+    const char *base = byte_ranks(&rl);
+    memcpy(ranks, base, rl);
+    rl += (size_t)sprintf(ranks + rl, "PSI= 256\nLmg= 257\n"); /* `="`, `.h` */
+    k3_tokenizer *tok = k3_tok_from_memory(ranks, rl, NULL, 0, "test ranks");
+    CHECK(tok != NULL, "%s", k3_errmsg());
+    if (!tok) return;
+    json_t *req = json_loads("{\"chat_template_kwargs\":{\"thinking\":false},\"add_generation_"
+                             "prompt\":false,\"messages\":[{\"role\":\"user\",\"name\":\".hidden\","
+                             "\"content\":\"Hi\"}]}",
+                             0, NULL);
+    k3_ids ids = {0};
+    CHECK(k3_chat_encode(tok, req, &ids) == 0, "%s", k3_errmsg());
+    /* <|open|> message ` role` `="` user `"` ` name` `="` `.h`idden `"` <|sep|> ... */
+    int32_t open = k3_tok_special_id(tok, "<|open|>");
+    CHECK(open == 258 + 3 && ids.n > 0 && ids.ids[0] == open, "open id %d", open);
+    size_t seen = 0;
+    for (size_t i = 0; i + 1 < ids.n; i++)
+        if (ids.ids[i] == 256 && ids.ids[i + 1] == 257) seen++;
+    CHECK(seen == 1, "`=\"` followed by `.h` %zu times", seen);
+    int32_t *flat;
+    size_t nflat;
+    CHECK(k3_tok_encode(tok, " name=\".hidden\"", 15, 0, &flat, &nflat) == 0);
+    CHECK(nflat >= 3 && flat[5] == 256 && flat[6] == '.', "one string merges differently");
+    free(flat);
+    k3_ids_free(&ids);
+    json_decref(req);
+    k3_tok_free(tok);
+}
+
 /* ---- Python-compatible JSON (pyjson.h) ------------------------------------ */
 
 TEST(python_float_repr) {
@@ -576,6 +611,7 @@ int main(void) {
     RUN(ids_example1_control_layout);
     RUN(ids_example4_control_layout_no_injection);
     RUN(spellings_from_tokenizer_config);
+    RUN(segments_encoded_separately);
     RUN(python_float_repr);
     RUN(python_json_dumps_styles);
     RUN(python_json_scan);
