@@ -24,6 +24,8 @@ k3_stopper *k3_stopper_new(const char *const *stops, int n) {
             s->stop[s->n] = k3_xstrdup(stops[i]);
             s->len[s->n++] = strlen(stops[i]);
         }
+    s->cap = 64;
+    s->pend = k3_xmalloc(s->cap); /* never NULL: memmove/memcpy below need a buffer */
     return s;
 }
 
@@ -79,7 +81,7 @@ const char *k3_stopper_push(k3_stopper *s, const char *text, size_t len, size_t 
         s->cap = (s->pend_len + len + 1) * 2;
         s->pend = k3_xrealloc(s->pend, s->cap);
     }
-    memcpy(s->pend + s->pend_len, text, len);
+    if (len) memcpy(s->pend + s->pend_len, text, len);
     s->pend_len += len;
     long at = find_stop(s);
     *hit = at >= 0;
@@ -90,12 +92,12 @@ const char *k3_stopper_push(k3_stopper *s, const char *text, size_t len, size_t 
         *out_len = s->pend_len - held_tail(s);
     }
     s->emit_from = *out_len;
-    return s->pend ? s->pend : "";
+    return s->pend;
 }
 
 const char *k3_stopper_flush(k3_stopper *s, size_t *out_len) {
     consume_emitted(s);
     *out_len = s->pend_len;
     s->emit_from = s->pend_len;
-    return s->pend ? s->pend : "";
+    return s->pend;
 }
