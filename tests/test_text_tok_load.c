@@ -122,6 +122,11 @@ TEST(malformed_config_is_an_error) {
                  "{\"added_tokens_decoder\": {\"257\": {\"content\": \"[A]\"}, \"258\": "
                  "{\"content\": \"[A]\"}}}",
                  "control tokens 257 and 258 have the same spelling '[A]'");
+    /* not adjacent in id order, with a same-length spelling between them */
+    expect_error("",
+                 "{\"added_tokens_decoder\": {\"257\": {\"content\": \"[A]\"}, \"258\": "
+                 "{\"content\": \"[B]\"}, \"259\": {\"content\": \"[A]\"}}}",
+                 "control tokens 257 and 259 have the same spelling '[A]'");
 }
 
 TEST(byte_level_layouts) {

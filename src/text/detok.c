@@ -14,9 +14,9 @@
 
 static const char REPLACEMENT[3] = {(char)0xEF, (char)0xBF, (char)0xBD}; /* U+FFFD */
 
-/* Append the repaired form of s[0..n) to out (capacity >= 3n/1 + 3 checked
- * by the caller). Returns bytes written; *held = length of an incomplete
- * tail that was not written when keep_tail is set. */
+/* Write the repaired form of s[0..n) to out (room for repaired_cap(n)).
+ * Returns bytes written; with keep_tail, an incomplete trailing sequence is
+ * not written and *held is its length. */
 static size_t repair_into(char *out, const uint8_t *s, size_t n, int keep_tail, size_t *held) {
     size_t w = 0, i = 0;
     *held = 0;
@@ -58,8 +58,10 @@ struct k3_detok {
     int skip_special;
     uint8_t pending[4]; /* an incomplete sequence is at most 3 bytes */
     size_t npending;
-    char *out;
+    char *out; /* the text returned by the last call */
     size_t out_cap;
+    uint8_t *in; /* pending ++ new bytes */
+    size_t in_cap;
 };
 
 k3_detok *k3_detok_new(const k3_tokenizer *tok, int skip_special) {
@@ -72,6 +74,7 @@ k3_detok *k3_detok_new(const k3_tokenizer *tok, int skip_special) {
 void k3_detok_free(k3_detok *d) {
     if (!d) return;
     free(d->out);
+    free(d->in);
     free(d);
 }
 
@@ -84,15 +87,17 @@ static void ensure_out(k3_detok *d, size_t cap) {
 const char *k3_detok_push_bytes(k3_detok *d, const char *bytes, size_t n, size_t *len) {
     /* Work on pending ++ bytes; a held tail goes back into pending. */
     size_t total = d->npending + n;
-    uint8_t *joined = k3_xmalloc(total ? total : 1);
-    memcpy(joined, d->pending, d->npending);
-    if (n) memcpy(joined + d->npending, bytes, n);
+    if (total > d->in_cap) {
+        d->in_cap = total * 2;
+        d->in = k3_xrealloc(d->in, d->in_cap);
+    }
+    if (d->npending) memcpy(d->in, d->pending, d->npending);
+    if (n) memcpy(d->in + d->npending, bytes, n);
     ensure_out(d, repaired_cap(total));
     size_t held;
-    size_t w = repair_into(d->out, joined, total, 1, &held);
-    memcpy(d->pending, joined + total - held, held);
+    size_t w = repair_into(d->out, d->in, total, 1, &held);
+    memcpy(d->pending, d->in + total - held, held);
     d->npending = held;
-    free(joined);
     d->out[w] = 0;
     *len = w;
     return d->out;

@@ -154,8 +154,8 @@ static int parse_rank_line(rank_lines *rl, const char *l, size_t n, uint32_t lin
         return k3_seterr("%s:%u: expected \"BASE64 RANK\" (two fields)", what, line);
     uint32_t rank;
     if (parse_rank(num, nn, &rank))
-        return k3_seterr("%s:%u: rank '%.*s' is not a decimal number", what, line,
-                         (int)(nn > 40 ? 40 : nn), num);
+        return k3_seterr("%s:%u: rank '%.*s' is not a decimal number (at most 9 digits)", what,
+                         line, (int)(nn > 40 ? 40 : nn), num);
     if (rank >= rl->n)
         return k3_seterr("%s:%u: rank %u out of range (the file has %u entries; ranks must be "
                          "0..%u)",
@@ -326,34 +326,40 @@ void k3_tok_free(k3_tokenizer *t) {
     free(t);
 }
 
-static const k3_tokenizer *sort_tok; /* qsort context (build time only, under no lock) */
+/* Sort key: first byte, longer first (leftmost match is then longest),
+ * then the spelling itself so that equal spellings end up adjacent. */
+typedef struct {
+    const k3_special_token *tok;
+    int32_t index;
+} special_key;
 
-static int cmp_first_then_longer(const void *a, const void *b) {
-    const k3_special_token *x = &sort_tok->specials[*(const int32_t *)a];
-    const k3_special_token *y = &sort_tok->specials[*(const int32_t *)b];
+static int cmp_special_key(const void *a, const void *b) {
+    const k3_special_token *x = ((const special_key *)a)->tok, *y = ((const special_key *)b)->tok;
     if ((uint8_t)x->text[0] != (uint8_t)y->text[0])
         return (uint8_t)x->text[0] < (uint8_t)y->text[0] ? -1 : 1;
     if (x->len != y->len) return x->len > y->len ? -1 : 1;
+    int c = memcmp(x->text, y->text, x->len);
+    if (c) return c;
     return x->id < y->id ? -1 : 1;
 }
 
 static int build_special_index(k3_tokenizer *t) {
+    special_key *keys = k3_xmalloc(sizeof *keys * (size_t)t->block_len);
+    for (int i = 0; i < t->block_len; i++) keys[i] = (special_key){&t->specials[i], i};
+    qsort(keys, (size_t)t->block_len, sizeof *keys, cmp_special_key);
     t->by_first = k3_xmalloc(sizeof(int32_t) * (size_t)t->block_len);
-    for (int i = 0; i < t->block_len; i++) t->by_first[i] = i;
-    sort_tok = t;
-    qsort(t->by_first, (size_t)t->block_len, sizeof(int32_t), cmp_first_then_longer);
-    sort_tok = NULL;
+    int rc = 0;
     for (int i = 0; i < t->block_len; i++) {
-        const k3_special_token *s = &t->specials[t->by_first[i]];
+        const k3_special_token *s = keys[i].tok;
+        t->by_first[i] = keys[i].index;
         t->starts_special[(uint8_t)s->text[0]] = 1;
-        if (i > 0) {
-            const k3_special_token *p = &t->specials[t->by_first[i - 1]];
-            if (p->len == s->len && !memcmp(p->text, s->text, s->len))
-                return k3_seterr("control tokens %d and %d have the same spelling '%s'", p->id,
-                                 s->id, s->text);
-        }
+        const k3_special_token *p = i > 0 ? keys[i - 1].tok : NULL;
+        if (p && !rc && p->len == s->len && !memcmp(p->text, s->text, s->len))
+            rc = k3_seterr("control tokens %d and %d have the same spelling '%s'", p->id, s->id,
+                           s->text);
     }
-    return 0;
+    free(keys);
+    return rc;
 }
 
 int k3_tok_finish(k3_tokenizer *t, char *const *names, const int *flags) {
