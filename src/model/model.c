@@ -156,9 +156,10 @@ void k3_seq_free(k3_seq *s) {
     free(s);
 }
 
-static void *dup_floats(const float *p, int64_t n) {
+/* A buffer of cap floats holding a copy of the first n of p (NULL if p is). */
+static void *dup_floats(const float *p, int64_t cap, int64_t n) {
     if (!p) return NULL;
-    float *q = k3_xmalloc(sizeof(float) * (size_t)(n ? n : 1));
+    float *q = k3_xmalloc(sizeof(float) * (size_t)(cap ? cap : 1));
     memcpy(q, p, sizeof(float) * (size_t)n);
     return q;
 }
@@ -174,8 +175,9 @@ k3_seq *k3_seq_clone(const k3_seq *s) {
         if (a->conv)
             memcpy(b->conv, a->conv, sizeof(float) * (size_t)((c->kda_conv_kernel - 1) * 3 * P));
         if (a->S) memcpy(b->S, a->S, sizeof(float) * (size_t)(c->kda_heads * hd * hd));
-        b->lat = dup_floats(a->lat, a->cap * c->kv_lora_rank);
-        b->kpe = dup_floats(a->kpe, a->cap * (c->qk_rope_head_dim ? c->qk_rope_head_dim : 1));
+        b->lat = dup_floats(a->lat, a->cap * c->kv_lora_rank, a->n * c->kv_lora_rank);
+        b->kpe = dup_floats(a->kpe, a->cap * (c->qk_rope_head_dim ? c->qk_rope_head_dim : 1),
+                            a->n * c->qk_rope_head_dim);
         b->n = a->n;
         b->cap = a->cap;
     }
@@ -214,7 +216,7 @@ static int run_layer(k3_seq *s, int i, float *x, int64_t T, float **R, int *nR, 
     else
         memcpy(h, x, sizeof(float) * (size_t)TD);
     int fresh = res && i % c->attn_res_block_size == 0; /* block start: snapshot raw x_in */
-    if (fresh) R[(*nR)++] = dup_floats(x, TD);
+    if (fresh) R[(*nR)++] = dup_floats(x, TD, TD);
     k3_rmsnorm_rows(h, T, D, l->in_norm, c->rms_norm_eps, h);
     int rc = 0;
     if (l->is_kda)
