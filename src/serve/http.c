@@ -258,9 +258,10 @@ static int make_addr(const char *host, int port, struct sockaddr_storage *ss) {
 /* libmicrohttpd's own messages, prefixed; the one it prints for every
  * stream we end because its client left is dropped (we log those). */
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
-    if (strstr(fmt, "application error generating response")) return;
-    fputs("k3 serve: http: ", stderr);
-    vfprintf(stderr, fmt, ap);
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (strstr(msg, "application error generating response")) return;
+    fprintf(stderr, "k3 serve: http: %s", msg);
 }
 
 static struct MHD_Daemon *start_daemon(serve_server *srv, int *port_out) {
@@ -273,11 +274,11 @@ static struct MHD_Daemon *start_daemon(serve_server *srv, int *port_out) {
     if (fam == AF_INET6) flags |= MHD_USE_IPv6;
     unsigned idle = o->timeout_s > 0 ? (unsigned)o->timeout_s : 0;
     struct MHD_Daemon *d = MHD_start_daemon(
-        flags, (uint16_t)o->port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR,
-        (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-        MHD_OPTION_CONNECTION_TIMEOUT, idle, MHD_OPTION_CONNECTION_LIMIT,
+        flags, (uint16_t)o->port, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+        NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, srv, MHD_OPTION_CONNECTION_TIMEOUT, idle, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)o->max_connections, MHD_OPTION_THREAD_STACK_SIZE, (size_t)1 << 20,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+        MHD_OPTION_END);
     if (!d) {
         k3_seterr("cannot listen on %s:%d (address in use or not permitted)", o->host, o->port);
         return NULL;

@@ -44,7 +44,7 @@ serve_start() {
     SERVE_PIDS+=("$SERVE_PID")
     local i
     for i in $(seq 1 600); do
-        SERVE_PORT=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$SERVE_LOG")
+        SERVE_PORT=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$SERVE_LOG" 2>/dev/null)
         if [ -n "$SERVE_PORT" ]; then
             SERVE_URL="http://127.0.0.1:$SERVE_PORT"
             return 0

@@ -97,3 +97,27 @@ check serve_http_auth_health_open test "$st" = 200
 st=$(curl -s -o "$T/out" -w '%{http_code}' -H 'Authorization: Bearer sekrit' -d "{\"messages\":[$U],\"k3_test_force_text\":\"x\"}" "$SERVE_URL/v1/chat/completions")
 check serve_http_force_needs_test_mode test "$st" = 400 -a "$(jsq .error.code <"$T/out")" = test_mode_only
 serve_stop
+
+# Graceful shutdown: a request in flight when SIGTERM arrives still completes
+# (within --shutdown-grace); with no grace left, an open stream is ended.
+# Forced output keeps the random model from ending early on its own.
+LONG=$(printf 'abc %.0s' $(seq 1 20000))
+serve_start --test-mode --max-tokens 100000 --shutdown-grace 60 || { echo "FAIL serve_http_start_grace"; exit 1; }
+curl -s -o "$T/inflight" -w '%{http_code}' -d "{\"messages\":[$U],\"max_tokens\":2000,\"chat_template_kwargs\":{\"thinking\":false},\"k3_test_force_text\":\"$LONG\"}" "$SERVE_URL/v1/chat/completions" >"$T/inflight.st" &
+cpid=$!
+for i in $(seq 1 100); do grep -q '"active":1' <(curl -s "$SERVE_URL/health") && break; sleep 0.05; done
+serve_stop
+rc=$?
+wait $cpid
+check serve_http_graceful_inflight_completes test "$(cat "$T/inflight.st")" = 200 -a "$(jsq '.usage.completion_tokens' <"$T/inflight")" = 2000
+check serve_http_graceful_after_signal awk '/SIGTERM received/{s=1} s && /completion=2000 .*finish=length/{f=1} END{exit !f}' "$SERVE_LOG"
+check serve_http_graceful_exit0 test "$rc" = 0
+serve_start --test-mode --max-tokens 1000000 --shutdown-grace 0 || { echo "FAIL serve_http_start_nograce"; exit 1; }
+curl -s -N -o "$T/cut" -d "{\"messages\":[$U],\"max_tokens\":1000000,\"stream\":true,\"chat_template_kwargs\":{\"thinking\":false},\"k3_test_force_text\":\"$LONG\"}" "$SERVE_URL/v1/chat/completions" &
+cpid=$!
+for i in $(seq 1 100); do [ -s "$T/cut" ] && break; sleep 0.05; done
+serve_stop
+rc=$?
+wait $cpid
+check serve_http_shutdown_cancels_stream test "$rc" = 0 -a -s "$T/cut"
+check serve_http_cancel_logged grep -q 'finish=cancelled stream' "$SERVE_LOG"
