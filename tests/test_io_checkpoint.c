@@ -84,6 +84,14 @@ TEST(missing_shard_and_files) {
     unlink(f);
     expect_load_error(d, "model-00002-of-00002.safetensors", "cannot open", NULL);
     expect_load_error("/nonexistent/k3-model", "config.json", NULL, NULL);
+    copy_fixture("tiny-f32-sharded", d);
+    snprintf(f, sizeof f, "%s/model.safetensors.index.json", d);
+    patch(f, "\"model.embed_tokens.weight\": \"model-00001",
+          "\"model.embed_tokens.weight\": \"model-00002");
+    expect_load_error(d, "model.safetensors.index.json", "model.embed_tokens.weight",
+                      "listed in model-00002-of-00002.safetensors");
+    patch(f, "\"weight_map\"", "\"weight_mop\"");
+    expect_load_error(d, "model.safetensors.index.json", "weight_map", NULL);
 }
 
 TEST(missing_tensor) {

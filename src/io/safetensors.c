@@ -318,25 +318,48 @@ static int index_files(json_t *wm, const char *idx, char ***out, int *nout) {
     return 0;
 }
 
-static int open_from_index(k3_st *st, const char *dir, const char *idx) {
+int k3_st_parse_index(const char *text, size_t len, const char *label, char ***files, int *nfiles) {
     json_error_t jerr;
-    json_t *root = json_load_file(idx, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) return k3_seterr("%s: invalid JSON: %s (line %d)", idx, jerr.text, jerr.line);
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) return k3_seterr("%s: invalid JSON: %s (line %d)", label, jerr.text, jerr.line);
     json_t *wm = json_object_get(root, "weight_map");
     int rc = 0, n = 0;
-    char **files = NULL;
+    char **names = NULL;
     if (!json_is_object(wm) || !json_object_size(wm))
-        rc = k3_seterr("%s: missing or empty \"weight_map\" object", idx);
-    if (!rc) rc = index_files(wm, idx, &files, &n);
+        rc = k3_seterr("%s: missing or empty \"weight_map\" object", label);
+    if (!rc) rc = index_files(wm, label, &names, &n);
+    *files = NULL;
+    *nfiles = 0;
+    if (!rc) {
+        *files = k3_xcalloc((size_t)n, sizeof **files);
+        for (int i = 0; i < n; i++) (*files)[i] = k3_xstrdup(names[i]);
+        *nfiles = n;
+    }
+    free(names);
+    json_decref(root);
+    return rc;
+}
+
+static int open_from_index(k3_st *st, const char *dir, const char *idx) {
+    size_t len;
+    char *text = k3_read_file(idx, &len);
+    if (!text) return -1;
+    char **files = NULL;
+    int n = 0, rc = k3_st_parse_index(text, len, idx, &files, &n);
     for (int i = 0; !rc && i < n; i++) {
         char *p = join_path(dir, files[i]);
         rc = k3_st_add_file(st, p);
         free(p);
     }
     if (!rc) rc = k3_st_finish(st);
-    if (!rc) rc = check_index_entries(st, wm, idx);
+    if (!rc) { /* every listed tensor must be in the shard the index names */
+        json_t *root = json_loadb(text, len, 0, NULL);
+        rc = check_index_entries(st, json_object_get(root, "weight_map"), idx);
+        json_decref(root);
+    }
+    for (int i = 0; i < n; i++) free(files[i]);
     free(files);
-    json_decref(root);
+    free(text);
     return rc;
 }
 

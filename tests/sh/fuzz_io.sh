@@ -35,6 +35,9 @@ for d in "$F"/*/ tests/fixtures/*/; do
     for s in "$d"/*.safetensors; do
         [ -f "$s" ] && head -c 4096 "$s" >"$seeds/st/$n-$(basename "$s")"
     done
+    for s in "$d"/*.index.json; do
+        [ -f "$s" ] && cp "$s" "$seeds/st/$n-index.json"
+    done
 done
 run() { # name, seed dir
     local out
