@@ -48,6 +48,21 @@ poke_alog_tail() { # writes 1.0f into A_log[10] of layer 0 (head count is 2: pad
 poke_alog_tail
 check loader_alog_nonzero_tail "language_model.model.layers.0.self_attn.A_log has 32 values for num_heads = 2" L
 
+# overwrite the first occurrence of $1 in the shard header with $2 (same length)
+patch_header() {
+    local off
+    off=$(grep -obUaF -m1 -- "$1" "$tmp/m/model.safetensors" | head -1 | cut -d: -f1)
+    printf '%s' "$2" | dd of="$tmp/m/model.safetensors" bs=1 seek="$off" conv=notrunc status=none
+}
+
+fresh
+patch_header '"dtype":"BF16","shape":[64]' '"dtype":"BX16","shape":[64]'
+check loader_unknown_dtype 'unknown dtype "BX16"' L
+
+fresh
+patch_header '"dtype":"BF16","shape":[64]' '"dtype":"BF16","shape":[66]'
+check loader_wrong_byte_size "expected 132 for its shape and dtype" L
+
 fresh
 sed -i 's/"hidden_act": "situ"/"hidden_act": "gelu"/' "$tmp/m/config.json"
 check loader_bad_hidden_act '"hidden_act" is "gelu"' L
