@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "base/mem.h"
+#include "serve/logprobs.h"
 
 void serve_resp_init(serve_resp *r, serve_kind kind, const char *model, unsigned long long id_seq) {
     memset(r, 0, sizeof *r);
@@ -22,6 +23,8 @@ void serve_resp_free(serve_resp *r) {
     free(r->content);
     free(r->reasoning);
     json_decref(r->tool_calls);
+    json_decref(r->lp_all);
+    json_decref(r->lp_pending);
     memset(r, 0, sizeof *r);
 }
 
@@ -59,18 +62,33 @@ static char *sse(json_t *doc) {
     return s;
 }
 
-/* A chunk whose only choice carries `delta` (chat) or `text` (completions). */
-static char *choice_chunk(const serve_resp *r, json_t *delta, const char *finish) {
+void serve_resp_add_logprob(serve_resp *r, json_t *entry) {
+    if (!r->lp_all) r->lp_all = json_array();
+    if (!r->lp_pending) r->lp_pending = json_array();
+    json_array_append(r->lp_all, entry);
+    json_array_append_new(r->lp_pending, entry);
+}
+
+/* The choice's logprobs value for these entries (chat or legacy shape). */
+static json_t *logprobs_value(const serve_resp *r, const json_t *entries, long long *offset) {
+    if (!entries || !json_array_size(entries)) return json_null();
+    if (r->kind == SERVE_COMPLETION) return serve_logprobs_legacy(entries, offset);
+    return json_pack("{s:O}", "content", entries);
+}
+
+/* A chunk whose only choice carries `delta` (chat) or `text` (completions),
+ * and the logprobs of the tokens generated since the previous chunk. */
+static char *choice_chunk(serve_resp *r, json_t *delta, const char *finish) {
     json_t *ch = json_pack("{s:i}", "index", 0);
     if (r->kind == SERVE_CHAT) {
         json_object_set_new(ch, "delta", delta);
-        json_object_set_new(ch, "logprobs", json_null());
     } else {
         json_t *t = json_object_get(delta, "content");
         json_object_set_new(ch, "text", t ? json_incref(t) : json_string(""));
-        json_object_set_new(ch, "logprobs", json_null());
         json_decref(delta);
     }
+    json_object_set_new(ch, "logprobs", logprobs_value(r, r->lp_pending, &r->lp_offset));
+    if (r->lp_pending) json_array_clear(r->lp_pending);
     json_object_set_new(ch, "finish_reason", finish ? json_string(finish) : json_null());
     json_t *doc = envelope(r, 1);
     json_object_set_new(doc, "choices", json_pack("[o]", ch));
@@ -149,7 +167,8 @@ char *serve_resp_full(serve_resp *r, const char *finish_reason, const serve_usag
         json_object_set_new(ch, "message", chat_message(r));
     else
         json_object_set_new(ch, "text", json_stringn(r->content ? r->content : "", r->content_len));
-    json_object_set_new(ch, "logprobs", json_null());
+    long long offset = 0;
+    json_object_set_new(ch, "logprobs", logprobs_value(r, r->lp_all, &offset));
     json_object_set_new(ch, "finish_reason", json_string(finish_reason));
     json_t *doc = envelope(r, 0);
     json_object_set_new(doc, "choices", json_pack("[o]", ch));

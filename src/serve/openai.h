@@ -34,6 +34,10 @@ typedef struct {
     char *content, *reasoning;
     size_t content_len, reasoning_len, content_cap, reasoning_cap;
     json_t *tool_calls; /* array of {id,type,function:{name,arguments}} */
+    /* logprob entries (serve/logprobs.h): all of them, and those not yet
+     * attached to a streamed chunk */
+    json_t *lp_all, *lp_pending;
+    long long lp_offset; /* completions text_offset of the next streamed entry */
 } serve_resp;
 
 /* id_seq makes the response id unique within this process. */
@@ -51,6 +55,9 @@ char *serve_resp_tool_call(serve_resp *r, const char *name, const char *argument
 char *serve_resp_finish_chunk(serve_resp *r, const char *finish_reason);
 /* The usage chunk (choices: []) sent when stream_options.include_usage. */
 char *serve_resp_usage_chunk(serve_resp *r, const serve_usage *u);
+/* Record one generated token's logprob entry; it rides on the next chunk
+ * and on the whole response. Steals entry. */
+void serve_resp_add_logprob(serve_resp *r, json_t *entry);
 /* The whole non-streaming response body. */
 char *serve_resp_full(serve_resp *r, const char *finish_reason, const serve_usage *u);
 

@@ -19,6 +19,7 @@
 #include "gen/sampler.h"
 #include "k3.h"
 #include "serve/engine.h"
+#include "serve/logprobs.h"
 #include "serve/pcache.h"
 
 struct serve_sched {
@@ -251,6 +252,10 @@ static int decode_step(serve_sched *s, serve_job *j, serve_buf *b) {
         job_finish(s, j, "stop", b);
         return 1;
     }
+    if (j->req.logprobs)
+        serve_resp_add_logprob(
+            &j->output.resp,
+            serve_logprob_entry(s->eng->tok, j->logits, s->eng->vocab, id, j->req.top_logprobs));
     int stopped = serve_output_token(&j->output, id, b);
     if (b->n) job_emit(j, b, 0);
     if (stopped) {

@@ -145,6 +145,24 @@ const CALL = `I should look it up.${C}think${S}${O}response${S}${C}response${S}$
   check("finish_length", json.choices[0].finish_reason === "length" && json.usage.completion_tokens === 3, json);
 }
 
+// logprobs / top_logprobs: one entry per generated (non-stop) token, each
+// a log-probability, alternatives sorted; streamed entries add up the same.
+{
+  const body = { messages: [{ role: "user", content: "Hi" }], ...NO_THINK, logprobs: true, top_logprobs: 3,
+                 k3_test_force_text: "abc" + END };
+  const { json } = await chat(body);
+  const lp = json.choices[0].logprobs && json.choices[0].logprobs.content;
+  const okEntry = (e) => e.logprob <= 0 && e.top_logprobs.length === 3 &&
+    e.top_logprobs.every((t, k) => t.logprob <= 0 && (k === 0 || t.logprob <= e.top_logprobs[k - 1].logprob)) &&
+    e.top_logprobs.every((t) => t.token !== e.token || Math.abs(t.logprob - e.logprob) < 1e-9) &&
+    e.top_logprobs[0].logprob >= e.logprob;
+  check("logprobs_nonstream", Array.isArray(lp) && lp.length === json.usage.completion_tokens - 1 && lp.every(okEntry), lp);
+  const s = await chatStream(body);
+  const streamed = s.chunks.flatMap((c) => (c.choices[0] && c.choices[0].logprobs && c.choices[0].logprobs.content) || []);
+  check("logprobs_stream", streamed.length === lp.length &&
+        streamed.every((e, k) => e.token === lp[k].token && Math.abs(e.logprob - lp[k].logprob) < 1e-9), streamed);
+}
+
 // Prompt cache: turn 2 extends turn 1, so only its new tokens are prefilled.
 async function health() { return (await fetch(`${URL}/health`)).json(); }
 {
