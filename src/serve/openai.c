@@ -73,7 +73,7 @@ void serve_resp_add_logprob(serve_resp *r, json_t *entry) {
 static json_t *logprobs_value(const serve_resp *r, const json_t *entries, long long *offset) {
     if (!entries || !json_array_size(entries)) return json_null();
     if (r->kind == SERVE_COMPLETION) return serve_logprobs_legacy(entries, offset);
-    return json_pack("{s:O}", "content", entries);
+    return json_pack("{s:o}", "content", json_copy((json_t *)entries)); /* pending is cleared */
 }
 
 /* A chunk whose only choice carries `delta` (chat) or `text` (completions),
