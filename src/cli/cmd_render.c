@@ -32,7 +32,7 @@ static void render_usage(FILE *f) {
 
 static json_t *read_request(void) {
     json_error_t err;
-    json_t *req = json_loadf(stdin, 0, &err);
+    json_t *req = json_loadf(stdin, JSON_ALLOW_NUL, &err);
     if (!req)
         k3_die("render: stdin: invalid JSON at line %d column %d: %s", err.line, err.column,
                err.text);
