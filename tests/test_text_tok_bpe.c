@@ -190,6 +190,37 @@ TEST(windows_of_400000_code_points) {
     k3_tok_free(t);
 }
 
+/* Over 1 MiB with several windows, slices are encoded in parallel; the ids
+ * must equal the windows encoded one by one (each below the threshold). */
+TEST(parallel_windows_equal_serial) {
+    size_t n = 0, cap = 2600000;
+    char *s = k3_xmalloc(cap + corpus_len);
+    while (n + corpus_len < cap) {
+        memcpy(s + n, corpus, corpus_len);
+        n += corpus_len;
+        s[n] = (char)('a' + n % 26); /* vary the seams */
+        n++;
+    }
+    k3_ids whole = {0}, serial = {0};
+    CHECK(k3_tok_encode_append(learned, s, n, 1, &whole) == 0, "%s", k3_errmsg());
+    size_t start = 0, cps = 0, windows = 0;
+    for (size_t i = 0; i <= n; i++) {
+        int lead = i == n || ((uint8_t)s[i] & 0xC0) != 0x80; /* the corpus is valid UTF-8 */
+        if (lead && (cps == 400000 || i == n)) {
+            CHECK(k3_tok_encode_append(learned, s + start, i - start, 1, &serial) == 0);
+            start = i;
+            cps = 0;
+            windows++;
+        }
+        cps += lead;
+    }
+    CHECK(windows >= 3, "%zu windows", windows);
+    CHECK(ids_equal(&whole, &serial), "%zu ids vs %zu", whole.n, serial.n);
+    k3_ids_free(&whole);
+    k3_ids_free(&serial);
+    free(s);
+}
+
 TEST(invalid_utf8_is_encoded_losslessly) {
     const char s[] = "ab\xff\xfe"
                      "cd\xe4\xbd"
@@ -288,6 +319,7 @@ int main(void) {
     RUN(encode_decode_round_trip_any_bytes);
     RUN(long_runs_are_cut_at_25000_code_points);
     RUN(windows_of_400000_code_points);
+    RUN(parallel_windows_equal_serial);
     RUN(invalid_utf8_is_encoded_losslessly);
     RUN(special_tokens_only_where_allowed);
     RUN(decode_skips_flagged_specials_only);

@@ -9,6 +9,7 @@
 #include "text/tok_internal.h"
 #include "text/utf8.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -171,25 +172,37 @@ static int encode_slice(k3_tokenizer *t, const uint8_t *s, size_t n, int allow_s
 
 /* ---- windows and long runs (tokenization_kimi.py) ---------------------- */
 
-/* Walks code points; an ill-formed subsequence counts as one (as its
- * U+FFFD would in Python). Cuts a slice before the code point that starts
- * a new 400 000-code-point window or makes a run of same-class (space /
+/* Python str.isspace for ASCII (the hot case of the slicing walk). */
+static const uint8_t ascii_space[128] = {
+    ['\t'] = 1, ['\n'] = 1, ['\v'] = 1, ['\f'] = 1, ['\r'] = 1,
+    [0x1C] = 1, [0x1D] = 1, [0x1E] = 1, [0x1F] = 1, [' '] = 1,
+};
+
+/* Slice boundaries bounds[0..n] (bounds[0] = 0, bounds[n] = len). Walks
+ * code points; an ill-formed subsequence counts as one (as its U+FFFD
+ * would in Python). Cuts before the code point that starts a new
+ * 400 000-code-point window or makes a run of same-class (space /
  * non-space) code points longer than 25 000. */
-int k3_tok_encode_append(const k3_tokenizer *ct, const char *text, size_t len, int allow_special,
-                         k3_ids *out) {
-    k3_tokenizer *t = (k3_tokenizer *)ct; /* only the locked cache is written */
-    const uint8_t *s = (const uint8_t *)text;
-    size_t slice = 0, i = 0, window_cps = 0, run_len = 0;
+static size_t *slice_bounds(const uint8_t *s, size_t len, size_t *nslices) {
+    size_t cap = 8, n = 0;
+    size_t *b = k3_xmalloc(sizeof(size_t) * cap);
+    b[n++] = 0;
+    size_t i = 0, window_cps = 0, run_len = 0;
     int run_space = 0;
     while (i < len) {
-        uint32_t cp = 0xFFFD;
-        int st;
-        size_t span = k3_utf8_scan(s + i, len - i, &cp, &st);
-        if (st != K3_UTF8_OK) cp = 0xFFFD;
-        int space = k3_cp_is_py_space(cp);
+        int space;
+        size_t span = 1;
+        if (s[i] < 0x80) {
+            space = ascii_space[s[i]];
+        } else {
+            uint32_t cp = 0xFFFD;
+            int st;
+            span = k3_utf8_scan(s + i, len - i, &cp, &st);
+            space = st == K3_UTF8_OK && k3_cp_is_py_space(cp);
+        }
+        int cut = 0;
         if (window_cps == WINDOW_CODE_POINTS) {
-            if (encode_slice(t, s + slice, i - slice, allow_special, out)) return -1;
-            slice = i;
+            cut = 1;
             window_cps = 0;
         }
         if (window_cps == 0) { /* a window starts: the run class is its first cp's */
@@ -200,14 +213,62 @@ int k3_tok_encode_append(const k3_tokenizer *ct, const char *text, size_t len, i
             run_space = space;
             run_len = 1;
         } else if (++run_len > MAX_RUN_CODE_POINTS) {
-            if (encode_slice(t, s + slice, i - slice, allow_special, out)) return -1;
-            slice = i;
+            cut = 1;
             run_len = 1;
+        }
+        if (cut && i > 0) {
+            if (n + 1 >= cap) b = k3_xrealloc(b, sizeof(size_t) * (cap *= 2));
+            b[n++] = i;
         }
         window_cps++;
         i += span;
     }
-    return encode_slice(t, s + slice, len - slice, allow_special, out);
+    b[n] = len;
+    *nslices = n;
+    return b;
+}
+
+/* Inputs this large with several slices encode their slices in parallel:
+ * slices are independent by the reference's definition. */
+#define PARALLEL_MIN_BYTES (1u << 20)
+
+static int encode_slices_parallel(k3_tokenizer *t, const uint8_t *s, const size_t *b, size_t n,
+                                  int allow_special, k3_ids *out) {
+    k3_ids *parts = k3_xcalloc(n, sizeof *parts);
+    int failed = 0;
+    char msg[1024] = "";
+#pragma omp parallel for schedule(dynamic, 1)
+    for (long k = 0; k < (long)n; k++) {
+        if (encode_slice(t, s + b[k], b[k + 1] - b[k], allow_special, &parts[k])) {
+#pragma omp critical(k3_tok_encode_error)
+            if (!failed) { /* error messages are thread-local: carry the first one out */
+                failed = 1;
+                snprintf(msg, sizeof msg, "%s", k3_errmsg());
+            }
+        }
+    }
+    for (size_t k = 0; k < n; k++) {
+        for (size_t j = 0; j < parts[k].n && !failed; j++) k3_ids_push(out, parts[k].ids[j]);
+        k3_ids_free(&parts[k]);
+    }
+    free(parts);
+    return failed ? k3_seterr("%s", msg) : 0;
+}
+
+int k3_tok_encode_append(const k3_tokenizer *ct, const char *text, size_t len, int allow_special,
+                         k3_ids *out) {
+    k3_tokenizer *t = (k3_tokenizer *)ct; /* only the locked cache is written */
+    const uint8_t *s = (const uint8_t *)text;
+    size_t n;
+    size_t *b = slice_bounds(s, len, &n);
+    int rc = 0;
+    if (n > 1 && len >= PARALLEL_MIN_BYTES)
+        rc = encode_slices_parallel(t, s, b, n, allow_special, out);
+    else
+        for (size_t k = 0; k < n && !rc; k++)
+            rc = encode_slice(t, s + b[k], b[k + 1] - b[k], allow_special, out);
+    free(b);
+    return rc;
 }
 
 int k3_tok_encode(const k3_tokenizer *t, const char *text, size_t len, int allow_special,
