@@ -1,10 +1,18 @@
-/* cmd_bench.c — `k3 bench`: kernel micro-benchmarks and the memory-bandwidth roofline.
+/* cmd_bench.c — `k3 bench`: model tokens/s against the memory-bandwidth roofline,
+ * and kernel micro-benchmarks.
  *
+ *   k3 bench --model DIR [-p 64] [-n 32] [--threads N] [--runs R] [--json]
+ *       prefill and decode tokens/s (median of R runs after a warm-up), peak
+ *       RSS, weight bytes read per decoded token, memory read bandwidth
+ *       measured in the same run, and roofline = decode tok/s / (bw / bytes).
  *   k3 bench --kernels [--threads N] [-p T]   GB/s and GFLOP/s per weight format
  *   k3 bench --bandwidth [--threads N]        streaming-read bandwidth only */
 #include "cli/cli.h"
 
+#include "k3.h"
+
 #include "base/err.h"
+#include "base/mem.h"
 #include "kernels/cpu.h"
 #include "kernels/kbench.h"
 #include "kernels/membw.h"
@@ -17,9 +25,14 @@
 #define BW_BYTES ((size_t)512 << 20) /* ~5x the largest L3 seen on CI machines */
 
 static void bench_usage(FILE *f) {
-    fprintf(f, "usage: k3 bench --kernels [--threads N] [-p T] [--quick]\n"
+    fprintf(f, "usage: k3 bench --model DIR [-p 64] [-n 32] [--threads N] [--runs 5] [--json]\n"
+               "       k3 bench --kernels [--threads N] [-p T] [--quick]\n"
                "       k3 bench --bandwidth [--threads N]\n"
                "\n"
+               "  --model DIR   prefill a P-token prompt, then decode N tokens, R times after a\n"
+               "                warm-up; reports medians, peak RSS, bytes read per decoded\n"
+               "                token, measured bandwidth and the roofline ratio\n"
+               "  --json        one JSON object on stdout instead of text\n"
                "  --kernels     matvec (decode) GB/s and matmul (prefill, T tokens, default 64)\n"
                "                GFLOP/s for every weight format, plus memory read bandwidth\n"
                "  --bandwidth   streaming-read bandwidth over a 512 MiB buffer\n"
@@ -29,8 +42,9 @@ static void bench_usage(FILE *f) {
 }
 
 typedef struct {
-    int kernels, bandwidth, threads, quick;
-    long T;
+    int kernels, bandwidth, threads, quick, json;
+    long T, n, runs;
+    const char *model;
 } bench_args;
 
 static int parse_int(const char *s, const char *opt, long lo, long *out) {
@@ -44,24 +58,37 @@ static int parse_int(const char *s, const char *opt, long lo, long *out) {
     return 0;
 }
 
+/* Options taking an integer argument, and where they go. */
+static long *int_option(bench_args *a, const char *o) {
+    static long threads;
+    if (!strcmp(o, "-p")) return &a->T;
+    if (!strcmp(o, "-n")) return &a->n;
+    if (!strcmp(o, "--runs")) return &a->runs;
+    if (!strcmp(o, "--threads")) return &threads;
+    return NULL;
+}
+
 static int parse_args(int argc, char **argv, bench_args *a) {
     memset(a, 0, sizeof *a);
     a->T = 64;
+    a->n = 32;
+    a->runs = 5;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
-        long v;
-        if (!strcmp(o, "--kernels"))
+        long *iv = int_option(a, o);
+        if (!strcmp(o, "--kernels")) {
             a->kernels = 1;
-        else if (!strcmp(o, "--bandwidth"))
+        } else if (!strcmp(o, "--bandwidth")) {
             a->bandwidth = 1;
-        else if (!strcmp(o, "--quick"))
+        } else if (!strcmp(o, "--quick")) {
             a->quick = 1;
-        else if ((!strcmp(o, "--threads") || !strcmp(o, "-p")) && i + 1 < argc) {
-            if (parse_int(argv[++i], o, 1, &v) < 0) return -1;
-            if (o[1] == 'p')
-                a->T = v;
-            else
-                a->threads = (int)v;
+        } else if (!strcmp(o, "--json")) {
+            a->json = 1;
+        } else if (!strcmp(o, "--model") && i + 1 < argc) {
+            a->model = argv[++i];
+        } else if (iv && i + 1 < argc) {
+            if (parse_int(argv[++i], o, 1, iv) < 0) return -1;
+            if (!strcmp(o, "--threads")) a->threads = (int)*iv;
         } else if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
             bench_usage(stdout);
             exit(0);
@@ -71,7 +98,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
             return -1;
         }
     }
-    if (!a->kernels && !a->bandwidth) {
+    if (!a->kernels && !a->bandwidth && !a->model) {
         bench_usage(stderr);
         return -1;
     }
@@ -116,12 +143,121 @@ static int run_bandwidth(const bench_args *a) {
     return 0;
 }
 
+static int cmp_double(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static int32_t argmax(const float *v, int n) {
+    int32_t best = 0;
+    for (int i = 1; i < n; i++)
+        if (v[i] > v[best]) best = i;
+    return best;
+}
+
+/* One prefill of P tokens then N greedy decode steps; seconds of each phase. */
+static int one_run(k3_seq *s, const int32_t *prompt, long P, long N, float *logits, int V,
+                   double *t_prefill, double *t_decode) {
+    k3_seq_reset(s);
+    double t0 = k3_now();
+    if (k3_forward(s, prompt, P, logits, 0) < 0) return -1;
+    double t1 = k3_now();
+    for (long i = 0; i < N; i++) {
+        int32_t tok = argmax(logits, V);
+        if (k3_forward(s, &tok, 1, logits, 0) < 0) return -1;
+    }
+    *t_prefill = t1 - t0;
+    *t_decode = k3_now() - t1;
+    return 0;
+}
+
+typedef struct {
+    double load_s, prefill_tps, decode_tps, bw, roofline;
+    uint64_t peak_rss, active_bytes, weight_bytes;
+} model_result;
+
+static int measure_model(const bench_args *a, model_result *r) {
+    k3_load_opts lo = {0};
+    lo.threads = a->threads;
+    double t0 = k3_now();
+    k3_model *m = k3_model_load(a->model, &lo);
+    if (!m) return -1;
+    r->load_s = k3_now() - t0;
+    int V = k3_model_vocab(m);
+    k3_seq *s = k3_seq_new(m);
+    float *logits = k3_xmalloc(sizeof(float) * (size_t)V);
+    int32_t *prompt = k3_xmalloc(sizeof(int32_t) * (size_t)a->T);
+    for (long i = 0; i < a->T; i++)
+        prompt[i] = (int32_t)((i * 7919 + 13) % (V > 256 ? V - 256 : V));
+    double *tp = k3_xmalloc(sizeof(double) * (size_t)a->runs);
+    double *td = k3_xmalloc(sizeof(double) * (size_t)a->runs);
+    int rc = one_run(s, prompt, a->T, a->n < 4 ? a->n : 4, logits, V, &tp[0], &td[0]); /* warm-up */
+    for (long i = 0; rc == 0 && i < a->runs; i++)
+        rc = one_run(s, prompt, a->T, a->n, logits, V, &tp[i], &td[i]);
+    if (rc == 0) {
+        r->prefill_tps = (double)a->T / median(tp, (int)a->runs);
+        r->decode_tps = (double)a->n / median(td, (int)a->runs);
+        r->peak_rss = k3_peak_rss(); /* before the bandwidth buffer inflates it */
+        r->active_bytes = k3_model_active_bytes(m);
+        r->weight_bytes = k3_model_weight_bytes(m);
+    }
+    free(tp);
+    free(td);
+    free(prompt);
+    free(logits);
+    k3_seq_free(s);
+    k3_model_free(m);
+    if (rc) return -1;
+    r->bw = k3_membw_read(BW_BYTES, 5);
+    if (r->bw <= 0) return -1;
+    r->roofline = r->decode_tps / (r->bw / (double)r->active_bytes);
+    return 0;
+}
+
+static int run_model(const bench_args *a) {
+    model_result r = {0};
+    if (measure_model(a, &r) < 0) {
+        fprintf(stderr, "k3 bench: %s\n", k3_errmsg());
+        return 1;
+    }
+    int th = omp_get_max_threads();
+    if (a->json) {
+        printf("{\"model\":\"%s\",\"threads\":%d,\"kernels\":\"%s\",\"prompt\":%ld,\"decode\":%ld,"
+               "\"runs\":%ld,\"load_s\":%.3f,\"prefill_tps\":%.2f,\"decode_tps\":%.2f,"
+               "\"peak_rss_bytes\":%llu,\"weight_bytes\":%llu,\"active_bytes_per_token\":%llu,"
+               "\"bandwidth_bytes_per_s\":%.0f,\"roofline\":%.3f}\n",
+               a->model, th, k3_kernels_name(), a->T, a->n, a->runs, r.load_s, r.prefill_tps,
+               r.decode_tps, (unsigned long long)r.peak_rss, (unsigned long long)r.weight_bytes,
+               (unsigned long long)r.active_bytes, r.bw, r.roofline);
+        return 0;
+    }
+    printf("model            %s (%s kernels, %d threads)\n", a->model, k3_kernels_name(), th);
+    printf("load             %.3f s\n", r.load_s);
+    printf("prefill          %.1f tokens/s (%ld-token prompt, median of %ld)\n", r.prefill_tps,
+           a->T, a->runs);
+    printf("decode           %.1f tokens/s (%ld tokens, median of %ld)\n", r.decode_tps, a->n,
+           a->runs);
+    printf("peak memory      %.1f MiB\n", (double)r.peak_rss / (1 << 20));
+    printf("weights          %.1f MiB mapped, %.1f MiB read per decoded token\n",
+           (double)r.weight_bytes / (1 << 20), (double)r.active_bytes / (1 << 20));
+    printf("bandwidth        %.2f GB/s (streaming read, same threads)\n", r.bw / 1e9);
+    printf("roofline         %.1f tokens/s; decode reaches %.2f of it\n",
+           r.bw / (double)r.active_bytes, r.roofline);
+    return 0;
+}
+
 int cmd_bench(int argc, char **argv) {
     bench_args a;
     if (parse_args(argc, argv, &a) < 0) return 2;
     if (a.threads > 0) omp_set_num_threads(a.threads);
     int rc = 0;
-    if (a.kernels) rc = run_kernels(&a);
+    if (a.model) rc = run_model(&a);
+    if (!rc && a.kernels) rc = run_kernels(&a);
     if (!rc && (a.bandwidth || a.kernels)) rc = run_bandwidth(&a);
     return rc;
 }
