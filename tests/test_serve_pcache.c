@@ -1,0 +1,139 @@
+/* test_serve_pcache.c — the server's prompt cache (serve/pcache.h) on the
+ * tiny-bf16 fixture model: a hit resumes from a snapshot and gives exactly
+ * the logits of feeding the same tokens without it, the longest stored prefix wins, only strict
+ * prefixes match, and the byte budget evicts the least recently used. */
+#include <stdio.h>
+
+#include "k3.h"
+#include "serve/pcache.h"
+#include "t.h"
+
+static k3_model *model;
+static int vocab;
+
+static void ids_for(int32_t *ids, int n, int salt) {
+    for (int i = 0; i < n; i++) ids[i] = (int32_t)((i * 7 + salt * 13 + 1) % vocab);
+}
+
+/* Logits after feeding ids[0..n) from scratch. */
+static void full_prefill(const int32_t *ids, int n, float *out) {
+    k3_seq *s = k3_seq_new(model);
+    CHECK(s && k3_forward(s, ids, n, out, 0) == 0, "%s", k3_errmsg());
+    k3_seq_free(s);
+}
+
+static k3_seq *prefilled(const int32_t *ids, int n) {
+    k3_seq *s = k3_seq_new(model);
+    CHECK(s && k3_forward(s, ids, n, NULL, 0) == 0, "%s", k3_errmsg());
+    return s;
+}
+
+TEST(hit_equals_full_prefill) {
+    enum { N = 24 };
+    int32_t ids[N];
+    ids_for(ids, N, 1);
+    serve_pcache *pc = serve_pcache_new(64u << 20);
+    k3_seq *s = prefilled(ids, 10);
+    CHECK(serve_pcache_insert(pc, ids, 10, s) == 0);
+    k3_seq_free(s); /* the cache holds its own snapshot */
+    s = prefilled(ids, 16);
+    CHECK(serve_pcache_insert(pc, ids, 16, s) == 0);
+    k3_seq_free(s);
+    int64_t m = 0;
+    k3_seq *hit = serve_pcache_lookup(pc, ids, N, &m);
+    CHECK(hit && m == 16, "matched %lld", (long long)m); /* the longest prefix */
+    float *a = malloc(sizeof(float) * (size_t)vocab), *b = malloc(sizeof(float) * (size_t)vocab);
+    CHECK(k3_forward(hit, ids + m, N - m, a, 0) == 0);
+    CHECK(k3_seq_len(hit) == N);
+    /* exactly what the same sequence gives when fed 16 then 8 tokens (the
+     * snapshot is a deep copy)... */
+    k3_seq *same = prefilled(ids, 16);
+    CHECK(k3_forward(same, ids + 16, N - 16, b, 0) == 0);
+    k3_seq_free(same);
+    double worst = 0;
+    for (int i = 0; i < vocab; i++) worst = fmax(worst, fabs((double)a[i] - b[i]));
+    CHECK(worst == 0, "cached resume differs from an uncached 16+8 feed by %g", worst);
+    /* ...and a one-shot prefill up to float rounding of the chunking */
+    full_prefill(ids, N, b);
+    worst = 0;
+    for (int i = 0; i < vocab; i++) worst = fmax(worst, fabs((double)a[i] - b[i]));
+    CHECK(worst < 1e-4, "cached resume differs from full prefill by %g", worst);
+    k3_seq_free(hit);
+    /* a snapshot as long as the whole request cannot give logits: shorter one */
+    hit = serve_pcache_lookup(pc, ids, 16, &m);
+    CHECK(hit && m == 10);
+    k3_seq_free(hit);
+    /* a different conversation misses */
+    int32_t other[N];
+    ids_for(other, N, 2);
+    hit = serve_pcache_lookup(pc, other, N, &m);
+    CHECK(!hit && m == 0);
+    serve_pcache_stats st = serve_pcache_get_stats(pc);
+    CHECK(st.entries == 2 && st.hits == 2 && st.lookups == 3 && st.tokens_reused == 26);
+    CHECK(st.bytes > 0 && st.bytes <= st.budget);
+    free(a);
+    free(b);
+    serve_pcache_free(pc);
+}
+
+TEST(lru_eviction_within_budget) {
+    enum { N = 12 };
+    int32_t ids[4][N];
+    serve_pcache *probe = serve_pcache_new((size_t)1 << 40);
+    ids_for(ids[0], N, 10);
+    k3_seq *s = prefilled(ids[0], N);
+    serve_pcache_insert(probe, ids[0], N, s);
+    size_t one = serve_pcache_get_stats(probe).bytes; /* cost of one snapshot */
+    serve_pcache_free(probe);
+    CHECK(one > 0);
+    /* room for two snapshots (plus slack for allocator noise), not three */
+    serve_pcache *pc = serve_pcache_new(one * 2 + one / 2);
+    for (int k = 0; k < 3; k++) {
+        ids_for(ids[k], N, 10 + k);
+        k3_seq *q = prefilled(ids[k], N);
+        CHECK(serve_pcache_insert(pc, ids[k], N, q) == 0);
+        k3_seq_free(q);
+        if (k == 1) { /* touch entry 0 so entry 1 is the least recently used */
+            int32_t ext[N + 1];
+            memcpy(ext, ids[0], sizeof ids[0]);
+            ext[N] = 1;
+            int64_t m;
+            k3_seq *h = serve_pcache_lookup(pc, ext, N + 1, &m);
+            CHECK(h && m == N);
+            k3_seq_free(h);
+        }
+    }
+    serve_pcache_stats st = serve_pcache_get_stats(pc);
+    CHECK(st.entries == 2 && st.evictions == 1 && st.bytes <= st.budget,
+          "entries %d evictions %llu", st.entries, (unsigned long long)st.evictions);
+    int64_t m;
+    for (int k = 0; k < 3; k++) {
+        int32_t ext[N + 1];
+        memcpy(ext, ids[k], sizeof ids[k]);
+        ext[N] = 1;
+        k3_seq *h = serve_pcache_lookup(pc, ext, N + 1, &m);
+        CHECK((h != NULL) == (k != 1), "entry %d present=%d", k, h != NULL);
+        if (h) k3_seq_free(h);
+    }
+    /* budget 0: the cache is off */
+    serve_pcache *off = serve_pcache_new(0);
+    CHECK(serve_pcache_insert(off, ids[0], N, s) == 0 && serve_pcache_get_stats(off).entries == 0);
+    serve_pcache_free(off);
+    k3_seq_free(s);
+    serve_pcache_free(pc);
+}
+
+int main(void) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/tiny-bf16", t_fixtures());
+    model = k3_model_load(dir, NULL);
+    if (!model) {
+        printf("FAIL load_fixture (%s)\n", k3_errmsg());
+        return 1;
+    }
+    vocab = k3_model_vocab(model);
+    RUN(hit_equals_full_prefill);
+    RUN(lru_eviction_within_budget);
+    k3_model_free(model);
+    return t_done();
+}
