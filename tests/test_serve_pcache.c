@@ -1,7 +1,8 @@
 /* test_serve_pcache.c — the server's prompt cache (serve/pcache.h) on the
  * tiny-bf16 fixture model: a hit resumes from a snapshot and gives exactly
- * the logits of feeding the same tokens without it, the longest stored prefix wins, only strict
- * prefixes match, and the byte budget evicts the least recently used. */
+ * the logits of feeding the same tokens without it, the longest stored
+ * prefix wins, only strict prefixes match, and the byte budget evicts the
+ * least recently used. */
 #include <stdio.h>
 
 #include "k3.h"

@@ -4,12 +4,12 @@
  * are a linear scan comparing id prefixes; the LRU order is a use counter. */
 #include "serve/pcache.h"
 
-#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/mem.h"
+#include "model/model.h"
 
 typedef struct {
     int32_t *ids;
@@ -77,10 +77,22 @@ k3_seq *serve_pcache_lookup(serve_pcache *pc, const int32_t *ids, int64_t n, int
     return s;
 }
 
-/* Bytes the allocator hands out right now (heap + mmap'd chunks). */
-static size_t heap_in_use(void) {
-    struct mallinfo2 mi = mallinfo2();
-    return mi.uordblks + mi.hblkhd;
+/* Bytes a sequence's caches hold: KDA conv + recurrent state, MLA latent
+ * and rope-key rows at their allocated capacity. Read from the engine's
+ * internal layout (model/model.h) until k3.h offers a k3_seq_bytes. */
+static size_t seq_bytes(const k3_seq *s) {
+    const k3_config *c = s->m->c;
+    int64_t P = (int64_t)c->kda_heads * c->kda_head_dim, hd = c->kda_head_dim;
+    int64_t rope = c->qk_rope_head_dim ? c->qk_rope_head_dim : 1;
+    size_t floats = 0;
+    for (int i = 0; i < c->num_hidden_layers; i++) {
+        const k3_layer_cache *l = &s->lc[i];
+        if (l->conv) floats += (size_t)((c->kda_conv_kernel - 1) * 3 * P + 1);
+        if (l->S) floats += (size_t)(c->kda_heads * hd * hd);
+        if (l->lat) floats += (size_t)(l->cap * c->kv_lora_rank);
+        if (l->kpe) floats += (size_t)(l->cap * rope);
+    }
+    return sizeof *s + (size_t)c->num_hidden_layers * sizeof *s->lc + floats * sizeof(float);
 }
 
 static void evict_to_fit(serve_pcache *pc, size_t need) {
@@ -95,12 +107,9 @@ static void evict_to_fit(serve_pcache *pc, size_t need) {
 
 int serve_pcache_insert(serve_pcache *pc, const int32_t *ids, int64_t n, const k3_seq *seq) {
     if (pc->st.budget == 0 || n <= 0) return 0;
-    size_t before = heap_in_use();
     k3_seq *snap = k3_seq_clone(seq);
     if (!snap) return -1;
-    size_t after = heap_in_use();
-    /* the snapshot costs at least its ids; other threads may skew the delta */
-    size_t bytes = (after > before ? after - before : 0) + (size_t)n * sizeof *ids;
+    size_t bytes = seq_bytes(snap) + (size_t)n * sizeof *ids;
     pthread_mutex_lock(&pc->mu);
     for (int i = 0; i < pc->n; i++)
         if (pc->e[i].n == n && !memcmp(pc->e[i].ids, ids, (size_t)n * sizeof *ids)) {

@@ -38,7 +38,7 @@ void serve_pcache_free(serve_pcache *pc);
 k3_seq *serve_pcache_lookup(serve_pcache *pc, const int32_t *ids, int64_t n, int64_t *matched);
 
 /* Store a snapshot (a clone) of seq, which has consumed exactly ids[0..n).
- * Its cost is the allocator growth measured around the clone. Evicts LRU
+ * Its cost is the bytes of its caches plus the ids. Evicts LRU
  * entries to fit; a snapshot larger than the whole budget is dropped; an
  * entry with identical ids is replaced. Returns 0, or -1 if cloning failed. */
 int serve_pcache_insert(serve_pcache *pc, const int32_t *ids, int64_t n, const k3_seq *seq);
