@@ -96,7 +96,7 @@ const char *k3_detok_push_bytes(k3_detok *d, const char *bytes, size_t n, size_t
     ensure_out(d, repaired_cap(total));
     size_t held;
     size_t w = repair_into(d->out, d->in, total, 1, &held);
-    memcpy(d->pending, d->in + total - held, held);
+    if (held) memcpy(d->pending, d->in + total - held, held); /* d->in is NULL until used */
     d->npending = held;
     d->out[w] = 0;
     *len = w;
