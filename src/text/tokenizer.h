@@ -79,9 +79,11 @@ void k3_ids_free(k3_ids *v);
 
 /* Encode text[0..len) and APPEND the ids to *out. allow_special: 1 = control
  * token spellings in the text become their ids (allowed_special="all"),
- * 0 = they are ordinary text. Invalid UTF-8 bytes are encoded as their own
- * byte tokens (each maximal invalid sequence is its own pre-token piece).
- * Returns 0, or -1 + k3_errmsg. */
+ * 0 = they are ordinary text. Invalid UTF-8 is kept: each maximal
+ * ill-formed subsequence is a pre-token piece of its own, so
+ * decode_bytes(encode(x)) == x for any bytes. Inputs of 1 MiB or more are
+ * encoded slice-parallel with OpenMP (same ids). Returns 0, or -1 +
+ * k3_errmsg. */
 int k3_tok_encode_append(const k3_tokenizer *tok, const char *text, size_t len, int allow_special,
                          k3_ids *out);
 /* Convenience: *ids is malloc'd (free()), *n its length. */
