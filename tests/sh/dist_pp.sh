@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# dist_pp.sh — pipeline parallelism end to end: `mpirun -np 2|3 k3 logits
+# --pipeline` (layer ranges per rank; the hidden state and the AttnRes block
+# summaries handed from stage to stage) must give the single-process logits for
+# prefill, decode and chunked modes; each stage logs its layer range; a stage
+# that fails to load (only the last rank holds layer 0 of tp4-bad-layer0) makes
+# every rank exit with its message instead of hanging.
+cd "$(dirname "$0")/../.."
+. tests/sh/dist_env.sh.inc
+CMP=$K3_BUILD/tests/test_dist_cmp
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+for fx in tp4-bf16 tp4-moe; do
+    F=tests/fixtures/$fx
+    T=$(cat "$F/expected/tokens.txt")
+    for mode in prefill decode chunked:5; do
+        m=${mode/:/}
+        "$K3" logits --model "$F" --tokens "$T" --out "$TMP/pp1.f32" --mode "$mode" 2>"$TMP/err" ||
+            cat "$TMP/err"
+        for np in 2 3; do
+            rm -f "$TMP/pp.f32"
+            dist_mpirun "$np" "$K3" logits --pipeline --model "$F" --tokens "$T" --out "$TMP/pp.f32" \
+                --mode "$mode" >"$TMP/log" 2>&1 || tail -5 "$TMP/log"
+            if out=$("$CMP" "$TMP/pp.f32" "$TMP/pp1.f32" 1e-5 1e-6 "PP$np vs 1 rank" 2>&1); then
+                echo "PASS dist_pp${np}_${fx}_${m} ($out)"
+            else
+                echo "FAIL dist_pp${np}_${fx}_${m} ($out)"
+            fi
+        done
+    done
+done
+
+T=$(cat tests/fixtures/tp4-bf16/expected/tokens.txt)
+dist_mpirun 3 "$K3" logits --pipeline --model tests/fixtures/tp4-bf16 --tokens "$T" --out "$TMP/x.f32" >"$TMP/log" 2>&1
+if grep -q '\[rank 2/3\] pipeline stage 2 of 3: layers 0..2 of 7, embedding' "$TMP/log" &&
+    grep -q '\[rank 1/3\] pipeline stage 1 of 3: layers 3..4 of 7' "$TMP/log" &&
+    grep -q '\[rank 0/3\] pipeline stage 0 of 3: layers 5..6 of 7, output mix' "$TMP/log"; then
+    echo "PASS dist_pp_stages_log_their_layers"
+else
+    echo "FAIL dist_pp_stages_log_their_layers"
+    sed 's/^/  /' "$TMP/log"
+fi
+
+# only stage 1 (layers 0..1) loads the broken layer 0; stage 0 must not wait forever
+DIST_TIMEOUT=60 dist_mpirun 2 "$K3" logits --pipeline --model tests/fixtures/tp4-bad-layer0 --tokens 1,2,3 \
+    --out "$TMP/bad.f32" >"$TMP/log" 2>&1
+rc=$?
+n=$(grep -c 'rank 1: loading tests/fixtures/tp4-bad-layer0: .*A_log.*padding tail is not zero' "$TMP/log")
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$n" -eq 2 ] && [ ! -e "$TMP/bad.f32" ]; then
+    echo "PASS dist_pp_failed_stage_stops_all_ranks"
+else
+    echo "FAIL dist_pp_failed_stage_stops_all_ranks (exit $rc, $n of 2 ranks printed rank 1's message)"
+    sed 's/^/  /' "$TMP/log" | tail -12
+fi
