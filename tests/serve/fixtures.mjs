@@ -159,7 +159,7 @@ const CALL = `I should look it up.${C}think${S}${O}response${S}${C}response${S}$
   check("logprobs_nonstream", Array.isArray(lp) && lp.length === json.usage.completion_tokens - 1 && lp.every(okEntry), lp);
   const s = await chatStream(body);
   const streamed = s.chunks.flatMap((c) => (c.choices[0] && c.choices[0].logprobs && c.choices[0].logprobs.content) || []);
-  check("logprobs_stream", streamed.length === lp.length &&
+  check("logprobs_stream", Array.isArray(lp) && streamed.length === lp.length &&
         streamed.every((e, k) => e.token === lp[k].token && Math.abs(e.logprob - lp[k].logprob) < 1e-9), streamed);
 }
 
