@@ -1,8 +1,9 @@
 /* test_dist_slices.c — structural checks of tensor-parallel slicing.
  *
  * A numerical TP-vs-TP1 comparison misses some slicing mistakes (a wrong
- * A_log slice moves the logits by very little), so this test loads every rank
- * of an N-way split (N = 2, 4) of the 4-head fixtures and checks each rank's
+ * A_log slice can move the logits by very little), so this test loads every
+ * rank of an N-way split (N = 2, 4) of the 4-head fixtures with
+ * k3_model_load(tp_rank, tp_size) and checks each rank's
  * local weights against the raw checkpoint tensors read independently with
  * the safetensors reader: A (exp A_log) and dt_bias slices, conv channel
  * groups (q|k|v segments regrouped to the local heads), the rows/columns and
@@ -22,7 +23,6 @@
 #include "base/err.h"
 #include "io/safetensors.h"
 #include "model/model.h"
-#include "model/tp.h"
 #include "quant/dtype.h"
 
 static char g_dir[4096];
@@ -260,31 +260,29 @@ static void check_layer(verdict *v, const k3_st *st, const k3_config *c, int i, 
         check_mlp(v, st, i, &l->mlp, "mlp", c->intermediate_size, c->hidden_size, r, N);
 }
 
-/* ---------- the rank's layers ---------- */
+/* ---------- the rank's layers, as k3_model_load builds them ---------- */
 
 typedef struct {
-    k3_model m; /* only .ck is used by k3_layer_load */
+    k3_model *mp;
+    k3_model m; /* copy of *mp's header: .ck.cfg (the full config) and .L */
     k3_layer *L;
     int n;
 } rank_model;
 
 static int load_rank(const char *dir, int r, int N, rank_model *rm) {
     memset(rm, 0, sizeof *rm);
-    if (k3_ckpt_open(dir, &rm->m.ck)) return -1;
-    const k3_config *c = &rm->m.ck.cfg;
-    if (k3_tp_check_config(c, N)) return -1;
-    rm->n = c->num_hidden_layers;
-    rm->L = calloc((size_t)rm->n, sizeof *rm->L);
-    for (int i = 0; i < rm->n; i++)
-        if (k3_layer_load(&rm->m, i, &rm->L[i]) || k3_tp_slice_layer(c, i, &rm->L[i], r, N))
-            return -1;
+    k3_load_opts o = {.tp_rank = r, .tp_size = N, .pp_size = 1};
+    rm->mp = k3_model_load(dir, &o);
+    if (!rm->mp) return -1;
+    rm->m = *rm->mp;
+    rm->L = rm->mp->L;
+    rm->n = rm->mp->ck.cfg.num_hidden_layers;
     return 0;
 }
 
 static void free_rank(rank_model *rm) {
-    for (int i = 0; i < rm->n; i++) k3_layer_free(&rm->L[i]);
-    free(rm->L);
-    k3_ckpt_close(&rm->m.ck);
+    k3_model_free(rm->mp);
+    memset(rm, 0, sizeof *rm);
 }
 
 static void slices_of(const char *name) {
