@@ -21,6 +21,8 @@
 #include "base/mem.h"
 #include "serve/http_internal.h"
 
+#define DRAIN_MAX ((size_t)64 << 20) /* oversized chunked bytes read before hanging up */
+
 void serve_opts_default(serve_opts *o) {
     memset(o, 0, sizeof *o);
     o->host = "127.0.0.1";
@@ -170,10 +172,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     if (*upload_size) {
-        if (c->body.n + *upload_size > srv->o->max_body)
-            c->too_big = 1; /* keep reading (and dropping) so the 413 can be sent */
-        else
+        if (c->body.n + *upload_size > srv->o->max_body) {
+            /* A chunked body grew past the limit. libmicrohttpd can only
+             * answer once the upload is read, so drop the data until then;
+             * past DRAIN_MAX more bytes, close the connection instead. */
+            c->too_big = 1;
+            c->drained += *upload_size;
+            if (c->drained > DRAIN_MAX) return MHD_NO;
+        } else {
             serve_buf_put(&c->body, upload_data, *upload_size);
+        }
         *upload_size = 0;
         return MHD_YES;
     }

@@ -29,7 +29,8 @@ typedef struct {
     char path[128];
     serve_buf body;
     int too_big;
-    int status; /* HTTP status sent, for the log line */
+    size_t drained; /* bytes dropped after the body passed the limit */
+    int status;     /* HTTP status sent, for the log line */
     double t0;
     serve_job *job; /* generation requests */
 } serve_conn;
