@@ -165,6 +165,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         snprintf(c->method, sizeof c->method, "%s", method);
         snprintf(c->path, sizeof c->path, "%s", url);
         *con_cls = c;
+        if (!strncmp(url, "/v1/", 4) && !auth_ok(c)) /* before reading any body */
+            return reply_error(c, 401, NULL, "invalid_api_key",
+                               "Incorrect or missing API key: send 'Authorization: Bearer <key>'.");
         if (!strcmp(method, "POST") && declared_too_big(c)) {
             c->too_big = 1;
             return route(c);

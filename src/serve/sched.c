@@ -278,8 +278,15 @@ static int decode_step(serve_sched *s, serve_job *j, serve_buf *b) {
 /* One round for one job. Returns 1 when the job left the active set. */
 static int job_step(serve_sched *s, serve_job *j, serve_buf *b) {
     if (job_cancelled(j)) {
-        /* nobody reads the output any more: drop it without serializing */
+        /* a stream just ends; a waiting non-stream client (shutdown) gets a 503 */
         j->output_ready = 0;
+        if (!j->req.stream) {
+            serve_err e;
+            serve_err_set(&e, 503, "server_error", NULL, "cancelled",
+                          "The request was cancelled (the server is shutting down).");
+            j->status = 503;
+            serve_buf_puts_free(b, serve_err_json(&e));
+        }
         job_finish(s, j, "cancelled", b);
         return 1;
     }

@@ -124,9 +124,12 @@ check serve_http_graceful_exit0 test "$rc" = 0
 serve_start --test-mode --max-tokens 1000000 --shutdown-grace 0 || { echo "FAIL serve_http_start_nograce"; exit 1; }
 curl -s -N -o "$T/cut" -d "{\"messages\":[$U],\"max_tokens\":1000000,\"stream\":true,\"chat_template_kwargs\":{\"thinking\":false},\"k3_test_force_text\":\"$LONG\"}" "$SERVE_URL/v1/chat/completions" &
 cpid=$!
-for i in $(seq 1 100); do [ -s "$T/cut" ] && break; sleep 0.05; done
+curl -s -o "$T/cut2" -w '%{http_code}' -d "{\"messages\":[$U],\"max_tokens\":1000000,\"chat_template_kwargs\":{\"thinking\":false},\"k3_test_force_text\":\"$LONG\"}" "$SERVE_URL/v1/chat/completions" >"$T/cut2.st" &
+cpid2=$!
+for i in $(seq 1 100); do [ -s "$T/cut" ] && grep -q '"active":2' <(curl -s "$SERVE_URL/health") && break; sleep 0.05; done
 serve_stop
 rc=$?
-wait $cpid
+wait $cpid $cpid2
 check serve_http_shutdown_cancels_stream test "$rc" = 0 -a -s "$T/cut"
+check serve_http_shutdown_nonstream_503 test "$(cat "$T/cut2.st")" = 503 -a "$(jsq .error.code <"$T/cut2")" = cancelled
 check serve_http_cancel_logged grep -q 'finish=cancelled stream' "$SERVE_LOG"
