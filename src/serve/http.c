@@ -165,6 +165,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         snprintf(c->method, sizeof c->method, "%s", method);
         snprintf(c->path, sizeof c->path, "%s", url);
         *con_cls = c;
+        __atomic_add_fetch(&srv->inflight, 1, __ATOMIC_SEQ_CST);
         if (!strncmp(url, "/v1/", 4) && !auth_ok(c)) /* before reading any body */
             return reply_error(c, 401, NULL, "invalid_api_key",
                                "Incorrect or missing API key: send 'Authorization: Bearer <key>'.");
@@ -242,6 +243,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     } else {
         log_request(c);
     }
+    __atomic_sub_fetch(&c->srv->inflight, 1, __ATOMIC_SEQ_CST);
     serve_buf_free(&c->body);
     free(c);
     *con_cls = NULL;
@@ -323,6 +325,12 @@ static void shutdown_server(serve_server *srv, struct MHD_Daemon *d) {
     int left = serve_sched_busy(srv->sched);
     if (left) fprintf(stderr, "k3 serve: cancelling %d request(s) still running\n", left);
     serve_sched_cancel_all(srv->sched);
+    /* let the cancelled requests send their last bytes (503, end of stream) */
+    until = k3_now() + 5;
+    while (__atomic_load_n(&srv->inflight, __ATOMIC_SEQ_CST) > 0 && k3_now() < until) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
     MHD_stop_daemon(d);
     serve_sched_free(srv->sched);
     srv->sched = NULL;

@@ -18,6 +18,7 @@ typedef struct {
     serve_sched *sched;
     serve_limits lim;
     volatile int closing; /* shutdown began: generation requests get 503 */
+    int inflight;         /* requests between first call and completion (atomic) */
     double t_start;
 } serve_server;
 
