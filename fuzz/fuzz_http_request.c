@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "serve/openai.h"
 #include "serve/request.h"
 
 static void check_error(const serve_err *e) {
