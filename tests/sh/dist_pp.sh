@@ -53,3 +53,16 @@ else
     echo "FAIL dist_pp_failed_stage_stops_all_ranks (exit $rc, $n of 2 ranks printed rank 1's message)"
     sed 's/^/  /' "$TMP/log" | tail -12
 fi
+
+# pipeline traffic: stage boundaries of tp4-bf16 over 3 ranks are layers 3 and 5;
+# the hand-off carries (AttnRes blocks + 1) x D floats per token: 2x64 and 3x64.
+K3_DIST_STATS=1 dist_mpirun 3 "$K3" logits --pipeline --model tests/fixtures/tp4-bf16 --tokens "$T" \
+    --out "$TMP/x.f32" --mode decode >"$TMP/log" 2>&1
+if grep -q '\[rank 2/3\] comm: 0 all-reduce calls, 0 all-reduce bytes, 16 p2p calls, 8192 p2p bytes' "$TMP/log" &&
+    grep -q '\[rank 1/3\] comm: .* 32 p2p calls, 20480 p2p bytes' "$TMP/log" &&
+    grep -q '\[rank 0/3\] comm: .* 16 p2p calls, 12288 p2p bytes' "$TMP/log"; then
+    echo "PASS dist_pp_bytes_per_token (512 B after layer 2, 768 B after layer 4, per token)"
+else
+    echo "FAIL dist_pp_bytes_per_token"
+    grep comm "$TMP/log" | sed 's/^/  /'
+fi

@@ -66,3 +66,18 @@ refused() { # name, np, model dir, expected message part
 }
 refused dist_tp3_refused_heads 3 tests/fixtures/tp4-bf16 "are not divisible by 3"
 refused dist_tp2_refused_mxfp4_group 2 "$K3_FIXTURES/ext-mxfp4" "would split a quantization"
+
+# communication counted by the all-reduce wrapper: per decoded token, one
+# all-reduce of D floats after each attention block and one after each FFN
+# (D for the dense layer 0, latent + D for a MoE layer: one call for both).
+# tp4-bf16: 7 layers, D = 64, latent 32 -> 14 calls and
+# 7*256 + 256 + 6*384 = 4352 bytes per token; 16 decoded tokens.
+K3_DIST_STATS=1 dist_mpirun 4 "$K3" logits --model tests/fixtures/tp4-bf16 --tokens "$T" --out "$TMP/x.f32" \
+    --mode decode >"$TMP/log" 2>&1
+n=$(grep -c 'comm: 224 all-reduce calls, 69632 all-reduce bytes' "$TMP/log")
+if [ "$n" -eq 4 ]; then
+    echo "PASS dist_tp_bytes_per_token (4352 B per decoded token = 621.7 B per layer, 14 all-reduces)"
+else
+    echo "FAIL dist_tp_bytes_per_token ($n of 4 ranks counted the expected traffic)"
+    grep comm "$TMP/log" | sed 's/^/  /'
+fi
