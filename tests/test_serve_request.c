@@ -224,7 +224,20 @@ TEST(response_shapes) {
     json_decref(d);
     free(serve_resp_text(&r, "content", "Hel", 3));
     free(serve_resp_text(&r, "content", "lo", 2));
-    d = chunk_json(serve_resp_tool_call(&r, "get_weather", "{\"city\": \"Tokyo\"}"));
+    char *two = serve_resp_tool_call(&r, "get_weather", "{\"city\": \"Tokyo\"}");
+    char *second = strstr(two, "\n\ndata: ");
+    CHECK(second != NULL);
+    json_t *frag = json_loads(second + 8, JSON_DISABLE_EOF_CHECK, NULL);
+    json_t *ftc = json_array_get(
+        json_object_get(
+            json_object_get(json_array_get(json_object_get(frag, "choices"), 0), "delta"),
+            "tool_calls"),
+        0);
+    CHECK(!strcmp(json_string_value(json_object_get(json_object_get(ftc, "function"), "arguments")),
+                  "{\"city\": \"Tokyo\"}"));
+    json_decref(frag);
+    second[2] = 0; /* keep the header chunk */
+    d = chunk_json(two);
     json_t *tc = json_array_get(
         json_object_get(json_object_get(json_array_get(json_object_get(d, "choices"), 0), "delta"),
                         "tool_calls"),

@@ -75,10 +75,28 @@ int serve_client_gone(struct MHD_Connection *conn) {
 
 /* ---------------- GET endpoints ---------------- */
 
+static json_t *model_object(const serve_conn *c) {
+    return json_pack("{s:s,s:s,s:I,s:s}", "id", c->srv->eng->name, "object", "model", "created",
+                     (json_int_t)c->srv->t_start, "owned_by", "k3");
+}
+
+/* GET /v1/models/{id} */
+static enum MHD_Result handle_model(serve_conn *c, const char *id) {
+    if (strcmp(id, c->srv->eng->name)) {
+        serve_err e;
+        serve_err_set(&e, 404, NULL, "model", "model_not_found",
+                      "The model '%.200s' does not exist (this server serves '%.200s').", id,
+                      c->srv->eng->name);
+        return serve_reply_err(c, &e);
+    }
+    json_t *m = model_object(c);
+    char *s = json_dumps(m, JSON_COMPACT);
+    json_decref(m);
+    return serve_reply_json(c, 200, s);
+}
+
 static enum MHD_Result handle_models(serve_conn *c) {
-    json_t *m = json_pack("{s:s,s:s,s:I,s:s}", "id", c->srv->eng->name, "object", "model",
-                          "created", (json_int_t)c->srv->t_start, "owned_by", "k3");
-    json_t *doc = json_pack("{s:s,s:[o]}", "object", "list", "data", m);
+    json_t *doc = json_pack("{s:s,s:[o]}", "object", "list", "data", model_object(c));
     char *s = json_dumps(doc, JSON_COMPACT);
     json_decref(doc);
     return serve_reply_json(c, 200, s);
@@ -124,6 +142,9 @@ static enum MHD_Result route(serve_conn *c) {
                    : reply_error(c, 405, NULL, "method_not_allowed", "Use GET /health.");
     int is_chat = !strcmp(p, "/v1/chat/completions"), is_cmpl = !strcmp(p, "/v1/completions");
     int is_models = !strcmp(p, "/v1/models");
+    if (!strncmp(p, "/v1/models/", 11) && p[11])
+        return get ? handle_model(c, p + 11)
+                   : reply_error(c, 405, NULL, "method_not_allowed", "Use GET /v1/models/{id}.");
     if (!is_chat && !is_cmpl && !is_models) {
         char msg[256];
         snprintf(msg, sizeof msg, "Unknown endpoint %s %.150s.", c->method, p);
@@ -304,6 +325,10 @@ static struct MHD_Daemon *start_daemon(serve_server *srv, int *port_out) {
 /* Block SIGINT/SIGTERM in every thread (set before any is created); the
  * main thread takes them with sigwait. */
 static void block_signals(sigset_t *set) {
+    /* a shell that starts us in the background may have set SIGINT to
+     * SIG_IGN, which discards it even while blocked: restore the default */
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
     sigemptyset(set);
     sigaddset(set, SIGINT);
     sigaddset(set, SIGTERM);

@@ -122,9 +122,22 @@ char *serve_resp_tool_call(serve_resp *r, const char *name, const char *argument
     json_array_append_new(r->tool_calls,
                           json_pack("{s:s,s:s,s:{s:s,s:s}}", "id", id, "type", "function",
                                     "function", "name", name, "arguments", arguments));
-    json_t *tc = json_pack("{s:I,s:s,s:s,s:{s:s,s:s}}", "index", (json_int_t)index, "id", id,
-                           "type", "function", "function", "name", name, "arguments", arguments);
-    return choice_chunk(r, json_pack("{s:[o]}", "tool_calls", tc), NULL);
+    /* OpenAI's streaming shape: a header delta (index, id, type, name, empty
+     * arguments), then the arguments as a fragment of the same index. The
+     * call is complete when it is sent (the parser needs its closing tag). */
+    json_t *head = json_pack("{s:I,s:s,s:s,s:{s:s,s:s}}", "index", (json_int_t)index, "id", id,
+                             "type", "function", "function", "name", name, "arguments", "");
+    char *a = choice_chunk(r, json_pack("{s:[o]}", "tool_calls", head), NULL);
+    json_t *frag =
+        json_pack("{s:I,s:{s:s}}", "index", (json_int_t)index, "function", "arguments", arguments);
+    char *b = choice_chunk(r, json_pack("{s:[o]}", "tool_calls", frag), NULL);
+    size_t na = strlen(a), nb = strlen(b);
+    char *both = k3_xmalloc(na + nb + 1);
+    memcpy(both, a, na);
+    memcpy(both + na, b, nb + 1);
+    free(a);
+    free(b);
+    return both;
 }
 
 char *serve_resp_finish_chunk(serve_resp *r, const char *finish_reason) {

@@ -49,7 +49,8 @@ void serve_resp_free(serve_resp *r);
 char *serve_resp_text(serve_resp *r, const char *channel, const char *text, size_t len);
 /* The first chunk of a chat stream: delta {"role":"assistant","content":""}. */
 char *serve_resp_role_chunk(serve_resp *r);
-/* Record a complete tool call (arguments: a JSON text) and return its chunk. */
+/* Record a complete tool call (arguments: a JSON text) and return its two
+ * chunks: the header (index, id, type, name) and the arguments fragment. */
 char *serve_resp_tool_call(serve_resp *r, const char *name, const char *arguments);
 /* Last chunk: empty delta + finish_reason ("stop", "length", "tool_calls"). */
 char *serve_resp_finish_chunk(serve_resp *r, const char *finish_reason);

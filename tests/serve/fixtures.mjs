@@ -121,8 +121,16 @@ const CALL = `I should look it up.${C}think${S}${O}response${S}${C}response${S}$
   const s = await chatStream({ messages: [{ role: "user", content: "Weather in Tokyo?" }], tools: TOOLS,
                                k3_test_force_text: CALL });
   const tcs = s.chunks.flatMap((c) => (c.choices[0] && c.choices[0].delta.tool_calls) || []);
-  check("fixture_tool_stream_delta", tcs.length === 1 && tcs[0].index === 0 && tcs[0].function.name === "get_weather" &&
-        JSON.parse(tcs[0].function.arguments).city === "Tokyo" && tcs[0].id, tcs);
+  // OpenAI style: a header delta (id, type, name) then argument fragments, all index 0
+  const calls = [];
+  for (const t of tcs) {
+    const c = (calls[t.index] = calls[t.index] || { id: "", name: "", arguments: "" });
+    if (t.id) c.id = t.id;
+    if (t.function && t.function.name) c.name += t.function.name;
+    if (t.function && t.function.arguments) c.arguments += t.function.arguments;
+  }
+  check("fixture_tool_stream_delta", tcs.length >= 2 && tcs[0].id && tcs[0].type === "function" &&
+        calls.length === 1 && calls[0].name === "get_weather" && JSON.parse(calls[0].arguments).city === "Tokyo", tcs);
   const fin = s.chunks.find((c) => c.choices.length && c.choices[0].finish_reason);
   check("fixture_tool_stream_finish", fin && fin.choices[0].finish_reason === "tool_calls", fin);
   check("fixture_tool_stream_no_marker", !/<\|/.test(joinDeltas(s.chunks, "content") + joinDeltas(s.chunks, "reasoning_content")));

@@ -32,6 +32,10 @@ st=$(curl -s -o "$T/out" -w '%{http_code}' "$SERVE_URL/health")
 check serve_http_health test "$st" = 200 -a "$(jsq .status <"$T/out")" = ok
 st=$(curl -s -o "$T/out" -w '%{http_code}' "$SERVE_URL/v1/models")
 check serve_http_models test "$st" = 200 -a "$(jsq '.data[0].id' <"$T/out")" = tiny
+st=$(curl -s -o "$T/out" -w '%{http_code}' "$SERVE_URL/v1/models/tiny")
+check serve_http_model_retrieve test "$st" = 200 -a "$(jsq '.id' <"$T/out")" = tiny
+st=$(curl -s -o "$T/out" -w '%{http_code}' "$SERVE_URL/v1/models/gpt-4o")
+check serve_http_model_retrieve_404 test "$st" = 404
 
 U='{"role":"user","content":"Hi"}'
 bad_case() { # name body [param]
