@@ -1,9 +1,12 @@
 /* test_model_seq.c — sequence API semantics on the tiny-bf16 fixture: a clone
  * continues exactly like the original, reset equals a fresh sequence, logits=NULL
- * only fills the caches, all=0 returns the last row, and bad token ids are
- * refused without touching the caches. */
+ * only fills the caches, all=0 returns the last row, long inputs are split into
+ * passes transparently, and bad token ids are refused without touching the
+ * caches. */
 #include "k3.h"
 #include "t.h"
+
+int k3_forward_path(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, int all, int path);
 
 static k3_model *g_m;
 static int g_V;
@@ -50,6 +53,28 @@ TEST(reset_equals_fresh_and_last_row) {
     free(last);
 }
 
+/* 1200 tokens: k3_forward splits them into passes of at most 512; the logits must
+ * match one unsplit pass (k3_forward_path) to rounding. */
+TEST(long_input_is_chunked_transparently) {
+    enum { N = 1200 };
+    int32_t *tok = malloc(sizeof *tok * N);
+    for (int i = 0; i < N; i++) tok[i] = (int32_t)((i * 7919 + 13) % g_V);
+    float *a = calloc((size_t)N * (size_t)g_V, 4), *b = calloc((size_t)N * (size_t)g_V, 4);
+    k3_seq *s = k3_seq_new(g_m), *u = k3_seq_new(g_m);
+    CHECK(k3_forward(s, tok, N, a, 1) == 0 && k3_forward_path(u, tok, N, b, 1, 0) == 0, "%s",
+          k3_errmsg());
+    CHECK(k3_seq_len(s) == N);
+    float mx = 0;
+    for (int64_t i = 0; i < (int64_t)N * g_V; i++) mx = fabsf(b[i]) > mx ? fabsf(b[i]) : mx;
+    float d = max_diff(a, b, (int64_t)N * g_V);
+    CHECK(d <= 1e-5f * mx, "chunked differs by %g (max %g)", d, mx);
+    k3_seq_free(s);
+    k3_seq_free(u);
+    free(tok);
+    free(a);
+    free(b);
+}
+
 TEST(bad_tokens_are_refused) {
     k3_seq *s = k3_seq_new(g_m);
     int32_t bad[3] = {1, g_V, 2}, neg = -1;
@@ -79,6 +104,7 @@ int main(void) {
     g_V = k3_model_vocab(g_m);
     RUN(clone_continues_like_the_original);
     RUN(reset_equals_fresh_and_last_row);
+    RUN(long_input_is_chunked_transparently);
     RUN(bad_tokens_are_refused);
     RUN(model_info);
     k3_model_free(g_m);

@@ -287,6 +287,18 @@ int k3_forward_path(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, 
     return rc;
 }
 
+/* Longest run of tokens one pass handles: longer inputs are fed in chunks, which
+ * gives the same logits (the caches carry the state) and bounds the activation
+ * memory to about (AttnRes blocks + 8) x chunk x hidden floats. */
+#define K3_FORWARD_CHUNK 512
+
 int k3_forward(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, int all) {
-    return k3_forward_path(s, tokens, n, logits, all, 0);
+    if (check_tokens(s->m, tokens, n)) return -1; /* refuse before consuming any token */
+    int64_t V = s->m->c->vocab_size;
+    for (int64_t t = 0; t < n; t += K3_FORWARD_CHUNK) {
+        int64_t k = n - t < K3_FORWARD_CHUNK ? n - t : K3_FORWARD_CHUNK;
+        float *out = !logits ? NULL : all ? logits + t * V : t + k == n ? logits : NULL;
+        if (k3_forward_path(s, tokens + t, k, out, all, 0)) return -1;
+    }
+    return 0;
 }
