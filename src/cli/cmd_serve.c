@@ -55,7 +55,18 @@ typedef struct {
  * value, 0 if it is a flag, -1 on error. */
 static int parse_opt(const char *a, const char *v, serve_opts *o, model_args *m) {
     long long x = 0;
+    static const char *const with_value[] = {
+        "--model",         "--name",       "--host",    "--api-key",        "--port",
+        "--max-body",      "--max-tokens", "--timeout", "--shutdown-grace", "--parallel",
+        "--prefill-chunk", "--cache-mb",   "--threads"};
     if (!strcmp(a, "--test-mode")) return o->test_mode = 1, 0;
+    int known = 0;
+    for (size_t i = 0; i < sizeof with_value / sizeof *with_value; i++)
+        known |= !strcmp(a, with_value[i]);
+    if (!known) {
+        fprintf(stderr, "k3 serve: unknown option '%s' (see k3 serve --help)\n", a);
+        return -1;
+    }
     if (!v) {
         fprintf(stderr, "k3 serve: %s needs a value\n", a);
         return -1;

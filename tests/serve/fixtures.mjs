@@ -136,6 +136,31 @@ const CALL = `I should look it up.${C}think${S}${O}response${S}${C}response${S}$
   check("fixture_tool_stream_no_marker", !/<\|/.test(joinDeltas(s.chunks, "content") + joinDeltas(s.chunks, "reasoning_content")));
 }
 
+// Byte-by-byte: every character its own token (ids 0..255 are the bytes in
+// the synthetic model's tokenizer; the control block is its last 256 ids), so
+// each marker tag and each UTF-8 character arrives split across tokens.
+{
+  const fs = await import("node:fs");
+  const cfg = JSON.parse(fs.readFileSync(process.argv[3] + "/config.json", "utf8"));
+  const V = (cfg.text_config || cfg).vocab_size, B = V - 256;
+  const ID = { eom: B + 2, open: B + 3, close: B + 4, sep: B + 5 };
+  const bytes = (t) => [...Buffer.from(t, "utf8")];
+  const ids = [...bytes("ab <|"), ID.close, ...bytes("think"), ID.sep, ID.open, ...bytes("response"), ID.sep,
+               ...bytes("Hi 你好 <"), ID.close, ...bytes("response"), ID.sep, ID.close, ...bytes("message"),
+               ID.sep, ID.eom];
+  const body = { messages: [{ role: "user", content: "Hi" }], k3_test_force_tokens: ids };
+  const s = await chatStream(body);
+  const deltas = s.chunks.filter((c) => c.choices.length).map((c) => c.choices[0].delta);
+  const r = joinDeltas(s.chunks, "reasoning_content"), c = joinDeltas(s.chunks, "content");
+  check("bytewise_stream_channels", r === "ab <|" && c === "Hi 你好 <", [r, c]);
+  check("bytewise_no_marker_text", deltas.every((d) => !/think|response|message|<\|close|<\|sep|<\|open/.test(
+        (d.content || "") + (d.reasoning_content || ""))), deltas);
+  check("bytewise_many_deltas", deltas.filter((d) => d.content || d.reasoning_content).length >= 4, deltas.length);
+  const { json } = await chat(body);
+  check("bytewise_nonstream_same", json.choices[0].message.reasoning_content === r && json.choices[0].message.content === c,
+        json.choices[0].message);
+}
+
 // Stop strings end the output before the match, also when streamed.
 {
   const { json } = await chat({ messages: [{ role: "user", content: "Hi" }], ...NO_THINK, stop: ["STOP"],

@@ -5,7 +5,7 @@
 cd "$(dirname "$0")/../.."
 . tests/serve/lib.sh
 serve_start --test-mode || { echo "FAIL serve_chat_start"; exit 1; }
-node tests/serve/fixtures.mjs "$SERVE_URL"
+node tests/serve/fixtures.mjs "$SERVE_URL" "$(serve_model)"
 rc=$?
 serve_stop || { echo "FAIL serve_chat_clean_exit"; exit 1; }
 exit $rc

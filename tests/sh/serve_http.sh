@@ -137,3 +137,15 @@ wait $cpid $cpid2
 check serve_http_shutdown_cancels_stream test "$rc" = 0 -a -s "$T/cut"
 check serve_http_shutdown_nonstream_503 test "$(cat "$T/cut2.st")" = 503 -a "$(jsq .error.code <"$T/cut2")" = cancelled
 check serve_http_cancel_logged grep -q 'finish=cancelled stream' "$SERVE_LOG"
+
+# Command-line errors: a clear message and a non-zero exit, no server left behind.
+"$K3" serve --port notaport >"$T/cli" 2>&1
+check serve_cli_bad_port test $? = 2 -a -n "$(grep -- '--port expects an integer' "$T/cli")"
+"$K3" serve --bogus >"$T/cli" 2>&1
+check serve_cli_unknown_option test $? = 2 -a -n "$(grep -- "unknown option '--bogus'" "$T/cli")"
+"$K3" serve --model "$T/no-such-model" --port 0 >"$T/cli" 2>&1
+check serve_cli_missing_model test $? = 1 -a -n "$(grep -- "no-such-model" "$T/cli")"
+"$K3" serve --host 999.1.2.3 --port 0 --model "$(serve_model)" >"$T/cli" 2>&1
+check serve_cli_bad_host test $? = 1 -a -n "$(grep -- "not an IPv4 or IPv6 address" "$T/cli")"
+"$K3" serve --help >"$T/cli" 2>&1
+check serve_cli_help test $? = 0 -a -n "$(grep -- "--api-key" "$T/cli")"
