@@ -626,6 +626,11 @@ static int run(q_ctx *q) {
     if (k3_config_load(path, &q->cfg)) return -1;
     q->st = k3_st_open_dir(q->a.in);
     if (!q->st) return -1;
+    for (int i = 0; i < q->st->n; i++)
+        if (ends(q->st->t[i].name, ".scales") || ends(q->st->t[i].name, ".biases"))
+            return k3_seterr("%s: %s: the input is already MLX-quantized; quantize from a "
+                             "bf16/f32/MXFP4 checkpoint",
+                             q->st->t[i].file, q->st->t[i].name);
     q->used = k3_xcalloc((size_t)q->st->n + 1, 1);
     q->total = q->st->n;
     if (mkdir(q->a.out, 0755) && errno != EEXIST)
@@ -657,7 +662,7 @@ int cmd_quantize(int argc, char **argv) {
     json_decref(q.quant);
     k3_config_free(&q.cfg);
     if (rc) {
-        fprintf(stderr, "\nk3 quantize: %s\n", k3_errmsg());
+        fprintf(stderr, "%sk3 quantize: %s\n", isatty(2) ? "\n" : "", k3_errmsg());
         return 1;
     }
     printf("wrote %s (%s, checked by reloading) in %.1f s\n", q.a.out,

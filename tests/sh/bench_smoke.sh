@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# bench_smoke.sh — `k3 bench` runs and reports sane numbers (no timing thresholds:
+# the machines are shared, so only presence and positivity are checked).
+set -u
+K3=${K3:-build/k3}
+FIX=${K3_FIXTURES:-../shared/fixtures}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1${2:+ ($2)}"; }
+
+positive() { awk -v v="$1" 'BEGIN { exit !(v + 0 > 0) }'; }
+field() { grep -o "\"$2\":[^,}]*" "$1" | head -1 | cut -d: -f2 | tr -d '"'; }
+
+if "$K3" bench --model "$FIX/tiny-bf16" -p 5 -n 3 --runs 3 --threads 2 --quick --json >"$TMP/m.json" 2>"$TMP/m.err"; then
+    ok=1
+    for k in prefill_tps decode_tps peak_rss_bytes active_bytes_per_token bandwidth_bytes_per_s roofline; do
+        v=$(field "$TMP/m.json" "$k")
+        positive "${v:-0}" || { ok=0; echo "  $k = '$v'"; }
+    done
+    [ "$(field "$TMP/m.json" threads)" = 2 ] || ok=0
+    [ $ok = 1 ] && pass bench_model_json || fail bench_model_json "$(cat "$TMP/m.json")"
+else
+    fail bench_model_json "$(tail -1 "$TMP/m.err")"
+fi
+
+if "$K3" bench --model "$FIX/tiny-mxfp4" -p 3 -n 2 --runs 1 --quick >"$TMP/t.txt" 2>&1 &&
+    grep -q '^roofline' "$TMP/t.txt" && grep -q '^decode' "$TMP/t.txt"; then
+    pass bench_model_text
+else
+    fail bench_model_text "$(tail -2 "$TMP/t.txt")"
+fi
+
+if "$K3" bench --kernels --quick --threads 1 -p 7 >"$TMP/k.txt" 2>&1 &&
+    [ "$(grep -c '^| ' "$TMP/k.txt")" -ge 13 ] && grep -q 'affine3/64' "$TMP/k.txt" &&
+    grep -q '^memory read bandwidth' "$TMP/k.txt"; then
+    pass bench_kernels_table
+else
+    fail bench_kernels_table "$(tail -2 "$TMP/k.txt")"
+fi
+
+K3_KERNELS=ref "$K3" bench --kernels --quick --threads 1 >"$TMP/r.txt" 2>&1
+grep -q '^kernels ref' "$TMP/r.txt" && pass bench_kernels_ref_mode || fail bench_kernels_ref_mode
+
+expect_error() { # name, pattern, args...
+    local name=$1 pat=$2
+    shift 2
+    "$K3" bench "$@" >"$TMP/e.txt" 2>&1
+    local rc=$?
+    if [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] && grep -q -- "$pat" "$TMP/e.txt"; then
+        pass "bench_err_$name"
+    else
+        fail "bench_err_$name" "rc $rc: $(head -1 "$TMP/e.txt")"
+    fi
+}
+expect_error no_mode "usage"
+expect_error bad_threads "integer" --kernels --threads 0
+expect_error bad_p "integer" --model "$FIX/tiny-bf16" -p x
+expect_error missing_model "config.json" --model "$TMP/nope"
+expect_error unknown_opt "unknown" --frobnicate
