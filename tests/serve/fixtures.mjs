@@ -161,6 +161,19 @@ const CALL = `I should look it up.${C}think${S}${O}response${S}${C}response${S}$
         json.choices[0].message);
 }
 
+// Sampling is seeded: the same seed gives the same text, greedy is stable.
+{
+  const base = { messages: [{ role: "user", content: "Tell me a story" }], ...NO_THINK, max_tokens: 24 };
+  const a = await chat({ ...base, temperature: 1.0, seed: 42 });
+  const b = await chat({ ...base, temperature: 1.0, seed: 42 });
+  const c = await chat({ ...base, temperature: 1.0, seed: 43 });
+  const g1 = await chat({ ...base, temperature: 0 }), g2 = await chat({ ...base, temperature: 0 });
+  const t = (r) => r.json.choices[0].message.content;
+  check("seed_reproducible", t(a) === t(b) && t(a).length > 0, [t(a), t(b)]);
+  check("seed_changes_output", t(a) !== t(c), [t(a), t(c)]);
+  check("greedy_reproducible", t(g1) === t(g2), [t(g1), t(g2)]);
+}
+
 // Stop strings end the output before the match, also when streamed.
 {
   const { json } = await chat({ messages: [{ role: "user", content: "Hi" }], ...NO_THINK, stop: ["STOP"],
