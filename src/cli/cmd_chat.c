@@ -105,8 +105,8 @@ static int answer(chat *c, const char *user) {
     k3_printer *pr = k3_printer_new(stdout, isatty(1), &c->s.x, initial);
     k3_gen_stats st;
     int rc = k3_generate(c->s.m, c->seq, c->s.tok, ids.ids, ids.n, &gp, on_text, pr, &st);
-    if (!rc && st.finish == K3_FINISH_CANCELLED) printf("\n[stopped]");
     k3_printer_finish(pr);
+    if (!rc && st.finish == K3_FINISH_CANCELLED) printf("[stopped]\n");
     c->pending.n = 0;
     if (!rc)
         rc = k3_session_close_turn(&c->s, st.last_id, st.finish == K3_FINISH_STOP_ID,

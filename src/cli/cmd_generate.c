@@ -15,10 +15,20 @@
 #include "gen/printer.h"
 #include "gen/session.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+static volatile sig_atomic_t interrupted;
+
+/* First Ctrl-C: stop generating and still print the statistics; a second
+ * one (default action restored) ends the process. */
+static void on_sigint(int sig) {
+    interrupted = 1;
+    signal(sig, SIG_DFL);
+}
 
 static const char *finish_name(k3_finish f) {
     switch (f) {
@@ -83,14 +93,19 @@ static int run(const k3_gen_opts *o, k3_session *s, const char *prompt) {
         k3_ids_free(&ids);
         return -1;
     }
-    k3_gen_params gp = {
-        .sp = o->sp, .max_tokens = o->max_tokens, .stops = o->stops, .n_stops = o->n_stops};
+    k3_gen_params gp = {.sp = o->sp,
+                        .max_tokens = o->max_tokens,
+                        .stops = o->stops,
+                        .n_stops = o->n_stops,
+                        .cancel = &interrupted};
+    signal(SIGINT, on_sigint);
     k3_printer *pr = k3_printer_new(stdout, isatty(1), &s->x, initial);
     printf("==========\n");
     fflush(stdout);
     k3_gen_stats st;
     int rc = k3_generate(s->m, seq, s->tok, ids.ids, ids.n, &gp, on_text, pr, &st);
     k3_printer_finish(pr);
+    if (!rc && st.finish == K3_FINISH_CANCELLED) printf("[stopped]\n");
     if (!rc) {
         if (o->verbose) {
             print_ids("generated ids", st.ids, (size_t)st.gen_tokens);

@@ -6,9 +6,32 @@
 #include "gen/builtin.h"
 #include "text/chat.h"
 
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+/* Bytes and number of the *.safetensors files in dir (for the loading line). */
+static uint64_t shard_bytes(const char *dir, int *nfiles) {
+    uint64_t total = 0;
+    *nfiles = 0;
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n < 12 || strcmp(e->d_name + n - 12, ".safetensors")) continue;
+        char path[4096];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (stat(path, &st)) continue;
+        total += (uint64_t)st.st_size;
+        (*nfiles)++;
+    }
+    closedir(d);
+    return total;
+}
 
 int k3_session_open(k3_session *s, const k3_gen_opts *o, FILE *note) {
     memset(s, 0, sizeof *s);
@@ -27,6 +50,12 @@ int k3_session_open(k3_session *s, const k3_gen_opts *o, FILE *note) {
         fflush(note);
     }
     k3_load_opts lo = {.threads = o->threads, .progress = isatty(2), .tp_size = 1, .pp_size = 1};
+    if (lo.progress) {
+        int nf;
+        uint64_t b = shard_bytes(s->dir, &nf);
+        fprintf(stderr, "[k3] loading %s (%.2f GB in %d safetensors file%s)\n", s->dir,
+                (double)b / 1e9, nf, nf == 1 ? "" : "s");
+    }
     double t0 = k3_now();
     s->m = k3_model_load(s->dir, &lo);
     if (!s->m) return -1;
