@@ -40,7 +40,8 @@ int serve_engine_prompt(const serve_engine *e, const serve_req *q, int32_t **ids
                         serve_err *err);
 /* Test mode: the forced generation ids of a request (k3_test_force_tokens,
  * or k3_test_force_text tokenized with control tokens allowed), or *ids =
- * NULL when the request forces nothing. 0, or -1 + err (an id out of range). */
+ * NULL when the request forces nothing. Forced ids are not range-checked
+ * (tests use that to reach the engine's error path). 0, or -1 + err. */
 int serve_engine_forced(const serve_engine *e, const serve_req *q, int32_t **ids, int64_t *n,
                         serve_err *err);
 

@@ -109,12 +109,13 @@ static enum MHD_Result handle_health(serve_conn *c) {
                   (json_int_t)st.cache_bytes, "budget", (json_int_t)st.cache_budget, "lookups",
                   (json_int_t)st.cache_lookups, "hits", (json_int_t)st.cache_hits, "tokens_reused",
                   (json_int_t)st.cache_tokens_reused, "evictions", (json_int_t)st.cache_evictions);
-    json_t *doc = json_pack(
-        "{s:s,s:s,s:i,s:i,s:I,s:I,s:I,s:I,s:o}", "status", c->srv->closing ? "closing" : "ok",
-        "model", c->srv->eng->name, "active", st.active, "queued", st.queued, "requests_done",
-        (json_int_t)st.requests_done, "prefill_tokens", (json_int_t)st.prefill_tokens,
-        "decode_tokens", (json_int_t)st.decode_tokens, "rss_bytes", (json_int_t)k3_current_rss(),
-        "prompt_cache", cache);
+    json_t *doc =
+        json_pack("{s:s,s:s,s:i,s:i,s:I,s:I,s:I,s:I,s:o}", "status",
+                  __atomic_load_n(&c->srv->closing, __ATOMIC_SEQ_CST) ? "closing" : "ok", "model",
+                  c->srv->eng->name, "active", st.active, "queued", st.queued, "requests_done",
+                  (json_int_t)st.requests_done, "prefill_tokens", (json_int_t)st.prefill_tokens,
+                  "decode_tokens", (json_int_t)st.decode_tokens, "rss_bytes",
+                  (json_int_t)k3_current_rss(), "prompt_cache", cache);
     char *s = json_dumps(doc, JSON_COMPACT);
     json_decref(doc);
     return serve_reply_json(c, 200, s);
@@ -341,7 +342,7 @@ static void block_signals(sigset_t *set) {
 static void shutdown_server(serve_server *srv, struct MHD_Daemon *d) {
     MHD_socket ls = MHD_quiesce_daemon(d);
     if (ls != MHD_INVALID_SOCKET) close(ls);
-    srv->closing = 1;
+    __atomic_store_n(&srv->closing, 1, __ATOMIC_SEQ_CST);
     double until = k3_now() + srv->o->shutdown_grace_s;
     while (serve_sched_busy(srv->sched) && k3_now() < until) {
         struct timespec ts = {0, 20 * 1000 * 1000};

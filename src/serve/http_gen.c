@@ -113,7 +113,7 @@ static serve_job *make_job(serve_conn *c, serve_kind kind, serve_err *e) {
 }
 
 enum MHD_Result serve_handle_generate(serve_conn *c, serve_kind kind) {
-    if (c->srv->closing) return unavailable(c);
+    if (__atomic_load_n(&c->srv->closing, __ATOMIC_SEQ_CST)) return unavailable(c);
     serve_err e;
     serve_job *j = make_job(c, kind, &e);
     if (!j) return serve_reply_err(c, &e);

@@ -17,8 +17,8 @@ typedef struct {
     const serve_opts *o;
     serve_sched *sched;
     serve_limits lim;
-    volatile int closing; /* shutdown began: generation requests get 503 */
-    int inflight;         /* requests between first call and completion (atomic) */
+    int closing;  /* shutdown began: generation requests get 503 (atomic) */
+    int inflight; /* requests between first call and completion (atomic) */
     double t_start;
 } serve_server;
 

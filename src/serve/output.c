@@ -177,7 +177,8 @@ const char *serve_output_end(serve_output *o, const char *finish_reason, const s
     if (o->stream) {
         serve_buf_puts_free(out, serve_resp_finish_chunk(&o->resp, fin));
         if (o->include_usage) serve_buf_puts_free(out, serve_resp_usage_chunk(&o->resp, u));
-        serve_buf_put(out, "data: [DONE]\n\n", 14);
+        static const char done[] = "data: [DONE]\n\n";
+        serve_buf_put(out, done, sizeof done - 1);
     } else {
         serve_buf_puts_free(out, serve_resp_full(&o->resp, fin, u));
     }

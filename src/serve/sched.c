@@ -160,18 +160,23 @@ static void job_finish(serve_sched *s, serve_job *j, const char *finish, serve_b
 }
 
 /* Engine failure mid-request: a 500 for non-streamed requests; a stream
- * can only be ended. */
+ * gets an SSE error event (what OpenAI sends) and [DONE]. */
 static void job_fail(serve_sched *s, serve_job *j, serve_buf *b) {
     snprintf(j->error, sizeof j->error, "%s", k3_errmsg());
     fprintf(stderr, "k3 serve: generation failed: %s\n", j->error);
+    serve_err e;
+    serve_err_set(&e, 500, "server_error", NULL, "engine_error", "%s", j->error);
+    j->output_ready = 0; /* the error replaces the rest of the response */
     if (!j->req.stream) {
-        serve_err e;
-        serve_err_set(&e, 500, "server_error", NULL, "engine_error", "%s", j->error);
         j->status = 500;
-        j->output_ready = 0; /* the error replaces the response body */
         serve_buf_puts_free(b, serve_err_json(&e));
+    } else {
+        serve_buf_put(b, "data: ", 6);
+        serve_buf_puts_free(b, serve_err_json(&e));
+        static const char tail[] = "\n\ndata: [DONE]\n\n";
+        serve_buf_put(b, tail, sizeof tail - 1);
     }
-    job_finish(s, j, "stop", b);
+    job_finish(s, j, "error", b);
 }
 
 static k3_sampler *make_sampler(const serve_req *q, int vocab) {

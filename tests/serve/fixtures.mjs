@@ -174,6 +174,24 @@ const CALL = `I should look it up.${C}think${S}${O}response${S}${C}response${S}$
   check("greedy_reproducible", t(g1) === t(g2), [t(g1), t(g2)]);
 }
 
+// An engine failure mid-generation (a forced id outside the vocabulary,
+// which k3_forward rejects): non-stream gets a 500 JSON error, a stream an
+// SSE error event and [DONE]; the server keeps serving.
+{
+  const body = { messages: [{ role: "user", content: "Hi" }], ...NO_THINK, k3_test_force_tokens: [65, 66, 1 << 30, 67] };
+  const r = await chat(body);
+  check("engine_error_500", r.status === 500 && r.json.error && r.json.error.type === "server_error" &&
+        /token|range|vocab/i.test(r.json.error.message), r);
+  const st = await fetch(`${URL}/v1/chat/completions`, { method: "POST", headers: { "Content-Type": "application/json" },
+                         body: JSON.stringify({ ...body, stream: true }) });
+  const text = await st.text();
+  const evs = text.split("\n\n").filter((e) => e);
+  const err = evs.map((e) => { try { return JSON.parse(e.slice(6)); } catch (x) { return null; } }).find((d) => d && d.error);
+  check("engine_error_stream_event", err && err.error.code === "engine_error" && evs[evs.length - 1] === "data: [DONE]", evs);
+  const ok = await chat({ messages: [{ role: "user", content: "Hi" }], ...NO_THINK, k3_test_force_text: "fine" + END });
+  check("engine_error_then_serving", ok.status === 200 && ok.json.choices[0].message.content === "fine", ok.json);
+}
+
 // Stop strings end the output before the match, also when streamed.
 {
   const { json } = await chat({ messages: [{ role: "user", content: "Hi" }], ...NO_THINK, stop: ["STOP"],
