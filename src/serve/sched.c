@@ -230,7 +230,7 @@ static int prefill_step(serve_sched *s, serve_job *j) {
 /* The turn ended on a stop token: feed it and snapshot prompt + answer,
  * which is what the client's next turn renders as history. */
 static void snapshot_turn(serve_sched *s, serve_job *j, int32_t stop_id, const int32_t *gen) {
-    if (k3_forward(j->seq, &stop_id, 1, NULL, 0)) return;
+    if (!s->o.cache_budget || k3_forward(j->seq, &stop_id, 1, NULL, 0)) return;
     int64_t n = j->n_prompt + j->n_gen;
     int32_t *ids = k3_xmalloc(sizeof *ids * (size_t)n);
     memcpy(ids, j->prompt, sizeof *ids * (size_t)j->n_prompt);
