@@ -125,7 +125,7 @@ static int tp_forward(tp_run *run, int N, int sabotage, int wrong_alog) {
         rc->lnorm = m->L[1].moe.lat_norm;
         rc->eps = c->rms_norm_eps;
         rc->sabotage = sabotage;
-        rc->self = (k3_comm){rc, r, N, rec_allreduce, rec_send, rec_recv};
+        rc->self = (k3_comm){rc, r, N, rec_allreduce, rec_send, rec_recv, NULL};
         if (k3_model_set_comm(m, &rc->self)) return -1;
         if (wrong_alog && r > 0) /* every rank uses heads 0.. of A_log: a classic slicing bug */
             for (int i = 0; i < c->num_hidden_layers; i++)

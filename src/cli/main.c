@@ -1,5 +1,6 @@
 /* main.c — the k3 command-line tool: dispatches to one subcommand. */
 #include "cli/cli.h"
+#include "dist/follow_cli.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -30,6 +31,8 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    int follower = k3_dist_main(argc, argv); /* under mpirun: ranks > 0 follow rank 0 */
+    if (follower >= 0) return follower;
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

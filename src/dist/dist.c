@@ -224,8 +224,13 @@ static int comm_recv(void *ctx, int peer, float *buf, size_t n) {
     return k3_dist_recv(peer, buf, n);
 }
 
+static int comm_bcast(void *ctx, void *buf, size_t bytes, int root) {
+    (void)ctx;
+    return k3_dist_bcast(buf, bytes, root);
+}
+
 const k3_comm *k3_dist_comm(void) {
     static k3_comm c;
-    c = (k3_comm){NULL, g_rank, g_size, comm_allreduce, comm_send, comm_recv};
+    c = (k3_comm){NULL, g_rank, g_size, comm_allreduce, comm_send, comm_recv, comm_bcast};
     return &c;
 }

@@ -99,6 +99,17 @@ static int local_recv(void *ctx, int peer, float *buf, size_t n) {
     return rcode;
 }
 
+static int local_bcast(void *ctx, void *buf, size_t bytes, int root) {
+    rank_ctx *rc = ctx;
+    k3_local_group *g = rc->g;
+    if (g->n == 1) return 0;
+    if (rc->rank == root) g->slot[root].buf = buf;
+    pthread_barrier_wait(&g->bar);
+    if (rc->rank != root) memcpy(buf, g->slot[root].buf, bytes);
+    pthread_barrier_wait(&g->bar);
+    return 0;
+}
+
 k3_local_group *k3_local_group_new(int n) {
     if (n < 1) {
         k3_seterr("local group: %d ranks (need >= 1)", n);
@@ -115,7 +126,7 @@ k3_local_group *k3_local_group_new(int n) {
         pthread_mutex_init(&g->slot[r].mu, NULL);
         pthread_cond_init(&g->slot[r].cv, NULL);
         ctx[r] = (rank_ctx){g, r};
-        g->comm[r] = (k3_comm){&ctx[r], r, n, local_allreduce, local_send, local_recv};
+        g->comm[r] = (k3_comm){&ctx[r], r, n, local_allreduce, local_send, local_recv, local_bcast};
     }
     return g;
 }

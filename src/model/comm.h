@@ -21,6 +21,8 @@ typedef struct k3_comm {
     /* Blocking point-to-point transfer of n floats to/from rank `peer`. */
     int (*send)(void *ctx, int peer, const float *buf, size_t n);
     int (*recv)(void *ctx, int peer, float *buf, size_t n);
+    /* Copy `bytes` bytes from rank `root` to every rank (driver -> followers). */
+    int (*bcast)(void *ctx, void *buf, size_t bytes, int root);
 } k3_comm;
 
 #endif

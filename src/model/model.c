@@ -7,6 +7,7 @@
 #include "kernels/matmul.h"
 #include "model/model.h"
 #include "model/ops.h"
+#include "model/follow.h"
 #include "model/parallel.h"
 
 #include <omp.h>
@@ -72,7 +73,7 @@ static int check_opts(const k3_load_opts *o) {
     return 0; /* tp_* / pp_* are checked against the config by k3_par_init */
 }
 
-k3_model *k3_model_load(const char *dir, const k3_load_opts *opts) {
+static k3_model *load_model(const char *dir, const k3_load_opts *opts) {
     if (check_opts(opts)) return NULL;
     if (opts && opts->threads > 0) omp_set_num_threads(opts->threads);
     k3_model *m = k3_xcalloc(1, sizeof *m);
@@ -96,8 +97,16 @@ k3_model *k3_model_load(const char *dir, const k3_load_opts *opts) {
     return m;
 }
 
+/* Under mpirun's driver/follower mode (follow.h) the hooks tell the other ranks
+ * to do the same and give this rank its slice; otherwise they do nothing. */
+k3_model *k3_model_load(const char *dir, const k3_load_opts *opts) {
+    k3_load_opts slice;
+    return k3_par_hook_loaded(load_model(dir, k3_par_hook_load(dir, opts, &slice)));
+}
+
 void k3_model_free(k3_model *m) {
     if (!m) return;
+    k3_par_hook_free(m);
     for (int i = 0; m->L && i < m->c->num_hidden_layers; i++) k3_layer_free(&m->L[i]);
     free(m->L);
     free(m->final_norm);
@@ -141,11 +150,13 @@ k3_seq *k3_seq_new(k3_model *m) {
     s->m = m;
     s->lc = k3_xcalloc((size_t)m->c->num_hidden_layers, sizeof *s->lc);
     for (int i = 0; i < m->c->num_hidden_layers; i++) cache_alloc(m->c, &m->L[i], &s->lc[i]);
+    k3_par_hook_seq_new(s);
     return s;
 }
 
 void k3_seq_free(k3_seq *s) {
     if (!s) return;
+    k3_par_hook_seq_free(s);
     for (int i = 0; i < s->m->c->num_hidden_layers; i++) {
         free(s->lc[i].conv);
         free(s->lc[i].S);
@@ -181,11 +192,13 @@ k3_seq *k3_seq_clone(const k3_seq *s) {
         b->n = a->n;
         b->cap = a->cap;
     }
+    k3_par_hook_seq_clone(s, d);
     return d;
 }
 
 void k3_seq_reset(k3_seq *s) {
     k3_model *m = s->m;
+    k3_par_hook_seq_reset(s);
     for (int i = 0; i < m->c->num_hidden_layers; i++) {
         k3_layer_cache *lc = &s->lc[i];
         free(lc->conv);
@@ -256,6 +269,7 @@ int k3_forward_path(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, 
     if ((m->tp_size > 1 || m->pp_size > 1) && !m->comm)
         return k3_seterr("k3_forward: this model is one slice of a parallel group and has no "
                          "process group attached (k3_model_set_comm)");
+    k3_par_hook_forward(s, tokens, n, path);
     int64_t D = c->hidden_size, V = c->vocab_size;
     float *x = k3_xmalloc(sizeof(float) * (size_t)(n * D));
     int nb = c->attn_res_block_size ? c->num_hidden_layers / c->attn_res_block_size + 2 : 1, nR = 0;

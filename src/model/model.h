@@ -90,6 +90,7 @@ typedef struct {
 
 struct k3_seq {
     k3_model *m;
+    int64_t par_id; /* driver/follower mode (follow.h): the id the followers know it by */
     int64_t len;
     k3_layer_cache *lc;
 };

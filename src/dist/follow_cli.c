@@ -1,0 +1,35 @@
+/* follow_cli.c — driver/follower start-up of the k3 command (see follow_cli.h). */
+#include "dist/follow_cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "dist/dist.h"
+#include "model/follow.h"
+
+/* Rank 0 at exit: release the followers, then leave MPI together with them. */
+static void driver_exit(int status, void *arg) {
+    (void)status, (void)arg;
+    k3_par_release_followers();
+    k3_dist_finalize();
+}
+
+int k3_dist_main(int argc, char **argv) {
+    if (!k3_dist_launched() || argc < 2 || !strcmp(argv[1], "logits")) return -1;
+    if (k3_dist_init()) {
+        fprintf(stderr, "k3: %s\n", k3_errmsg());
+        return 1;
+    }
+    if (k3_dist_size() == 1) return -1;
+    const char *pp = getenv("K3_PIPELINE");
+    k3_par_set_group(k3_dist_comm(), pp && *pp && strcmp(pp, "0"));
+    if (k3_dist_rank() == 0) {
+        on_exit(driver_exit, NULL);
+        return -1;
+    }
+    int rc = k3_par_follow();
+    k3_dist_finalize();
+    return rc;
+}

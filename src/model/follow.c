@@ -1,0 +1,223 @@
+/* follow.c — driver/follower protocol over a k3_comm (see follow.h). */
+#include "model/follow.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "base/mem.h"
+#include "model/parallel.h"
+
+enum {
+    OP_EXIT = 1,
+    OP_LOAD,
+    OP_FREE,
+    OP_SEQ_NEW,
+    OP_SEQ_FREE,
+    OP_SEQ_CLONE,
+    OP_SEQ_RESET,
+    OP_FORWARD
+};
+
+static const k3_comm *g_comm; /* NULL: no driver/follower mode */
+static int g_pipeline;
+static int g_following;       /* 1 while a follower executes a command (no re-broadcast) */
+static int g_loading;         /* driver inside k3_model_load: its internal frees stay local */
+static int64_t g_next_id = 1; /* driver: ids of sequences, in creation order */
+
+typedef struct {
+    int64_t op, a, b, c, d;
+} command;
+
+int k3_forward_path(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, int all, int path);
+
+void k3_par_set_group(const k3_comm *comm, int pipeline) {
+    g_comm = comm && comm->size > 1 ? comm : NULL;
+    g_pipeline = pipeline;
+}
+
+static int driving(void) {
+    return g_comm && g_comm->rank == 0 && !g_following && !g_loading;
+}
+
+static void bcast(void *buf, size_t bytes) {
+    g_comm->bcast(g_comm->ctx, buf, bytes, 0);
+}
+
+static void send_cmd(int64_t op, int64_t a, int64_t b, int64_t c, int64_t d) {
+    command k = {op, a, b, c, d};
+    bcast(&k, sizeof k);
+}
+
+const k3_load_opts *k3_par_hook_load(const char *dir, const k3_load_opts *opts, k3_load_opts *tmp) {
+    if (!g_comm) return opts;
+    *tmp = opts ? *opts : (k3_load_opts){0};
+    if (driving()) {
+        send_cmd(OP_LOAD, (int64_t)strlen(dir) + 1, tmp->threads, 0, 0);
+        bcast((void *)dir, strlen(dir) + 1);
+        g_loading = 1;
+    }
+    int r = g_comm->rank, N = g_comm->size;
+    tmp->tp_rank = g_pipeline ? 0 : r, tmp->tp_size = g_pipeline ? 1 : N;
+    tmp->pp_rank = g_pipeline ? r : 0, tmp->pp_size = g_pipeline ? N : 1;
+    return tmp;
+}
+
+k3_model *k3_par_hook_loaded(k3_model *m) {
+    if (!g_comm) return m;
+    g_loading = 0;
+    if (m && k3_model_set_comm(m, g_comm)) {
+        k3_model_free(m);
+        m = NULL;
+    }
+    /* agreement: number of ranks that failed; the failing ones print their reason */
+    if (!m) fprintf(stderr, "k3 [rank %d/%d] %s\n", g_comm->rank, g_comm->size, k3_errmsg());
+    float failed = m ? 0.0f : 1.0f;
+    g_comm->allreduce_sum(g_comm->ctx, &failed, 1);
+    if (failed > 0 && m) {
+        g_loading = 1; /* the others free theirs themselves */
+        k3_model_free(m);
+        g_loading = 0;
+        m = NULL;
+        k3_seterr("%d of %d ranks failed to load their slice (see their messages)", (int)failed,
+                  g_comm->size);
+    }
+    if (m) {
+        char what[512];
+        k3_model_describe_slice(m, what, sizeof what);
+        fprintf(stderr, "k3 [rank %d/%d] %s, %.2f MB of weights mapped\n", g_comm->rank,
+                g_comm->size, what, (double)k3_model_weight_bytes(m) / 1e6);
+    }
+    return m;
+}
+
+void k3_par_hook_free(k3_model *m) {
+    if (driving()) send_cmd(OP_FREE, 0, 0, 0, 0);
+    (void)m;
+}
+
+void k3_par_hook_seq_new(k3_seq *s) {
+    if (driving()) {
+        s->par_id = g_next_id++;
+        send_cmd(OP_SEQ_NEW, s->par_id, 0, 0, 0);
+    }
+}
+
+void k3_par_hook_seq_free(k3_seq *s) {
+    if (driving()) send_cmd(OP_SEQ_FREE, s->par_id, 0, 0, 0);
+}
+
+void k3_par_hook_seq_clone(const k3_seq *src, k3_seq *dst) {
+    if (driving()) send_cmd(OP_SEQ_CLONE, src->par_id, dst->par_id, 0, 0);
+}
+
+void k3_par_hook_seq_reset(k3_seq *s) {
+    if (driving()) send_cmd(OP_SEQ_RESET, s->par_id, 0, 0, 0);
+}
+
+void k3_par_hook_forward(k3_seq *s, const int32_t *tokens, int64_t n, int path) {
+    if (!driving()) return;
+    send_cmd(OP_FORWARD, s->par_id, n, path, 0);
+    bcast((void *)tokens, sizeof(int32_t) * (size_t)n);
+}
+
+void k3_par_release_followers(void) {
+    if (driving()) send_cmd(OP_EXIT, 0, 0, 0, 0);
+    g_comm = NULL;
+}
+
+/* ---- the follower ---- */
+
+typedef struct {
+    k3_model *m;
+    k3_seq **seq; /* by driver id */
+    int64_t cap;
+} follower;
+
+static k3_seq **seq_slot(follower *f, int64_t id) {
+    if (id >= f->cap) {
+        int64_t cap = f->cap ? f->cap : 64;
+        while (cap <= id) cap *= 2;
+        f->seq = k3_xrealloc(f->seq, sizeof *f->seq * (size_t)cap);
+        memset(f->seq + f->cap, 0, sizeof *f->seq * (size_t)(cap - f->cap));
+        f->cap = cap;
+    }
+    return &f->seq[id];
+}
+
+static void drop_model(follower *f) {
+    for (int64_t i = 0; i < f->cap; i++) {
+        k3_seq_free(f->seq[i]);
+        f->seq[i] = NULL;
+    }
+    k3_model_free(f->m);
+    f->m = NULL;
+}
+
+/* One command; -1 if it failed on this rank. */
+static int execute(follower *f, const command *k) {
+    switch (k->op) {
+    case OP_LOAD: {
+        char *dir = k3_xmalloc((size_t)k->a);
+        bcast(dir, (size_t)k->a);
+        dir[k->a - 1] = 0;
+        drop_model(f);
+        k3_load_opts o = {.threads = (int)k->b};
+        f->m = k3_model_load(dir, &o);
+        free(dir);
+        return f->m ? 0 : -1;
+    }
+    case OP_FREE:
+        drop_model(f);
+        return 0;
+    case OP_SEQ_NEW:
+        if (!f->m) return k3_seterr("sequence for a model that failed to load");
+        *seq_slot(f, k->a) = k3_seq_new(f->m);
+        return 0;
+    case OP_SEQ_FREE:
+        k3_seq_free(*seq_slot(f, k->a));
+        *seq_slot(f, k->a) = NULL;
+        return 0;
+    case OP_SEQ_CLONE: { /* the driver's clone made an empty sequence (OP_SEQ_NEW) first */
+        k3_seq *src = *seq_slot(f, k->a);
+        if (!src) return k3_seterr("clone of unknown sequence %lld", (long long)k->a);
+        k3_seq_free(*seq_slot(f, k->b));
+        *seq_slot(f, k->b) = k3_seq_clone(src);
+        return 0;
+    }
+    case OP_SEQ_RESET:
+        if (*seq_slot(f, k->a)) k3_seq_reset(*seq_slot(f, k->a));
+        return 0;
+    case OP_FORWARD: {
+        int32_t *tok = k3_xmalloc(sizeof(int32_t) * (size_t)(k->b ? k->b : 1));
+        bcast(tok, sizeof(int32_t) * (size_t)k->b);
+        k3_seq *s = *seq_slot(f, k->a);
+        int rc = s ? k3_forward_path(s, tok, k->b, NULL, 0, (int)k->c)
+                   : k3_seterr("forward on unknown sequence %lld", (long long)k->a);
+        free(tok);
+        return rc;
+    }
+    }
+    return k3_seterr("unknown command %lld from the driver", (long long)k->op);
+}
+
+int k3_par_follow(void) {
+    if (!g_comm) return 0;
+    follower f = {0};
+    int failed = 0;
+    g_following = 1;
+    for (;;) {
+        command k;
+        if (bcast(&k, sizeof k), k.op == OP_EXIT) break;
+        if (execute(&f, &k)) {
+            failed = 1;
+            if (k.op != OP_LOAD) /* load failures were reported by the agreement */
+                fprintf(stderr, "k3 [rank %d/%d] %s\n", g_comm->rank, g_comm->size, k3_errmsg());
+        }
+    }
+    drop_model(&f);
+    free(f.seq);
+    g_following = 0;
+    return failed;
+}
