@@ -198,6 +198,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     if (*upload_size) {
+        if (c->status) { /* answered already (401, 413): ignore the body */
+            *upload_size = 0;
+            return MHD_YES;
+        }
         if (c->body.n + *upload_size > srv->o->max_body) {
             /* A chunked body grew past the limit. libmicrohttpd can only
              * answer once the upload is read, so drop the data until then;
