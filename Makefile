@@ -70,7 +70,7 @@ test: all
 	BUILD=$(BUILD) bash tests/run_all.sh
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) $(BUILD)-asan
 
 format:
 	clang-format -i $$(find include src tests bench fuzz -name '*.[ch]')

@@ -3,7 +3,7 @@
 #
 # Phase 1 runs every test program (build/tests/test_*) and every shell test
 # (tests/sh/*.sh) against the normal build. Phase 2 rebuilds with
-# AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/) and runs them
+# AddressSanitizer + UndefinedBehaviorSanitizer ($BUILD-asan/) and runs them
 # again. Each test prints "PASS name" / "FAIL name" lines; a program that exits
 # non-zero without reporting a failure counts as one failure.
 #
@@ -71,12 +71,13 @@ run_phase() { # phase, build dir
 run_phase normal "$BUILD"
 
 if [ "${K3_NO_ASAN:-0}" != 1 ]; then
-    echo "building the AddressSanitizer + UBSan build (build-asan/)..."
-    if make -s -j"$(nproc)" SAN=1 BUILD=build-asan all >"$LOG_DIR/asan-build.log" 2>&1; then
+    ASAN_BUILD="${BUILD}-asan"
+    echo "building the AddressSanitizer + UBSan build ($ASAN_BUILD/)..."
+    if make -s -j"$(nproc)" SAN=1 BUILD="$ASAN_BUILD" all >"$LOG_DIR/asan-build.log" 2>&1; then
         export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_error=1}
         export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
         export K3_SAN=1
-        run_phase asan build-asan
+        run_phase asan "$ASAN_BUILD"
     else
         tail -20 "$LOG_DIR/asan-build.log"
         fail=$((fail + 1))
