@@ -2,9 +2,10 @@
  *
  * The cache holds the normalized latent c (r) and the raw shared k_pe (rope)
  * per token. Path A (expanded: per-head keys and values from the latents) is
- * used for prefill, path B (absorbed: W_UK^T folded into the query, W_UV
- * applied after attending over latents) for one-token decode. They are the
- * same function; the test suite checks that they agree. No RoPE anywhere. */
+ * used for long chunks, path B (absorbed: W_UK^T folded into the query, W_UV
+ * applied after attending over latents) for decode and short chunks, whichever
+ * needs fewer multiply-adds. They are the same function; the test suite checks
+ * that they agree (and forces each path in every mode). No RoPE anywhere. */
 #include "base/err.h"
 #include "base/mem.h"
 #include "kernels/matmul.h"
@@ -152,6 +153,17 @@ static void head_absorbed(const k3_model *m, const k3_mla_w *w, const k3_layer_c
     free(p);
 }
 
+/* Multiply-adds per head: path A expands keys and values for all N cached tokens,
+ * path B scores T queries against N latents of width r. A wins for long chunks
+ * (T > ~(nope+vd)/2), B for decode and short chunks. Same choice on every
+ * tensor-parallel rank (it depends on T and N only). */
+static int absorbed_is_cheaper(const k3_config *c, int64_t T, int64_t N) {
+    double r = c->kv_lora_rank, w = c->qk_nope_head_dim + c->v_head_dim;
+    double cost_a = (double)N * r * w + (double)T * (double)N * w;
+    double cost_b = (double)T * r * w + 2.0 * (double)T * (double)N * r;
+    return T == 1 || cost_b < cost_a;
+}
+
 int k3_mla_forward(const k3_model *m, const k3_layer *l, k3_layer_cache *c, const float *x,
                    int64_t T, float *out, int path) {
     const k3_config *cf = m->c;
@@ -162,7 +174,7 @@ int k3_mla_forward(const k3_model *m, const k3_layer *l, k3_layer_cache *c, cons
     float *q = k3_xmalloc(sizeof(float) * (size_t)(T * qs));
     float *o = k3_xmalloc(sizeof(float) * (size_t)(T * os));
     mla_queries(m, w, x, T, q);
-    int absorbed = path ? path == 'B' : T == 1;
+    int absorbed = path ? path == 'B' : absorbed_is_cheaper(cf, T, c->n);
 #pragma omp parallel for schedule(dynamic)
     for (int h = 0; h < nh; h++) {
         if (absorbed)
