@@ -102,6 +102,8 @@ st=$(curl -s -o "$T/out" -w '%{http_code}' -H 'Authorization: Bearer sekrit' "$S
 check serve_http_auth_ok test "$st" = 200
 st=$(curl -s -o "$T/out" -w '%{http_code}' "$SERVE_URL/health")
 check serve_http_auth_health_open test "$st" = 200
+st=$(curl -s -o "$T/out" -w '%{http_code}' -d @"$T/bigbody" "$SERVE_URL/v1/chat/completions")
+check serve_http_auth_post_401 test "$st" = 401 -a "$(jsq .error.code <"$T/out")" = invalid_api_key
 st=$(curl -s -o "$T/out" -w '%{http_code}' -H 'Authorization: Bearer sekrit' -d "{\"messages\":[$U],\"k3_test_force_text\":\"x\"}" "$SERVE_URL/v1/chat/completions")
 check serve_http_force_needs_test_mode test "$st" = 400 -a "$(jsq .error.code <"$T/out")" = test_mode_only
 serve_stop
