@@ -4,6 +4,7 @@
  * kept; markers at the very start and end; long content; tool calls. */
 #include "t.h"
 
+#include "base/err.h"
 #include "base/mem.h"
 #include "text/channels.h"
 #include "text/pyjson.h"
@@ -317,6 +318,53 @@ TEST(initial_state_from_prompt) {
     CHECK(k3_chan_initial_state(&X, p3, strlen(p3)) == K3_CHAN_CONTENT);
 }
 
+/* The markers follow the tokenizer's spellings: with <|open|> renamed to
+ * <|begin|> in tokenizer_config.json, "<|begin|>tools<|sep|>" opens a tools
+ * section and the K3 spelling is ordinary text. */
+TEST(markers_from_tokenizer_spellings) {
+    static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    static char ranks[256 * 12];
+    size_t rl = 0;
+    for (int b = 0; b < 256; b++)
+        rl += (size_t)sprintf(ranks + rl, "%c%c== %d\n", B64[b >> 2], B64[(b & 3) << 4], b);
+    const char *cfg = "{\"added_tokens_decoder\":{\"259\":{\"content\":\"<|begin|>\",\"special\":"
+                      "false},\"260\":{\"content\":\"<|close|>\",\"special\":false},\"261\":{"
+                      "\"content\":\"<|sep|>\",\"special\":false},\"258\":{\"content\":\"<|end_"
+                      "of_msg|>\",\"special\":true}}}";
+    k3_tokenizer *tok = k3_tok_from_memory(ranks, rl, cfg, strlen(cfg), "test");
+    CHECK(tok != NULL, "%s", k3_errmsg());
+    if (!tok) return;
+    k3_xtml x;
+    int ok = k3_xtml_init(&x, tok) == 0;
+    CHECK(ok, "%s", k3_errmsg());
+    if (!ok) {
+        k3_tok_free(tok);
+        return;
+    }
+    k3_chan *ch = k3_chan_new(&x, K3_CHAN_CONTENT);
+    const char *s =
+        "a" O "tools" S "b<|begin|>tools<|sep|><|begin|>call tool=\"f\"<|sep|>" C "call" S;
+    size_t n;
+    const k3_chan_event *ev = k3_chan_push(ch, s, strlen(s), &n);
+    CHECK(n == 2 && ev[0].kind == K3_EV_CONTENT && !strcmp(ev[0].text, "a" O "tools" S "b") &&
+              ev[1].kind == K3_EV_TOOL_CALL && !strcmp(ev[1].name, "f"),
+          "%zu events", n);
+    k3_chan_free(ch);
+    k3_tok_free(tok);
+}
+
+/* A k3_xtml left empty by a failed k3_xtml_init matches nothing (and, above
+ * all, never loops on zero-length markers): all text is passed through. */
+TEST(empty_vocabulary_passes_text) {
+    k3_xtml empty;
+    memset(&empty, 0, sizeof empty);
+    k3_chan *ch = k3_chan_new(&empty, K3_CHAN_CONTENT);
+    size_t n;
+    const k3_chan_event *ev = k3_chan_push(ch, "a<|open|>think<|sep|>b", 22, &n);
+    CHECK(n == 1 && ev[0].len == 22, "%zu events", n);
+    k3_chan_free(ch);
+}
+
 int main(void) {
     if (k3_xtml_init(&X, NULL)) return 1;
     RUN(full_stream_unsplit);
@@ -329,5 +377,7 @@ int main(void) {
     RUN(tool_calls_streamed_and_truncated);
     RUN(very_long_content);
     RUN(initial_state_from_prompt);
+    RUN(markers_from_tokenizer_spellings);
+    RUN(empty_vocabulary_passes_text);
     return t_done();
 }

@@ -240,6 +240,7 @@ static long find_marker(const k3_chan *c, const char *s, size_t n, size_t from,
     for (size_t p = from; p < n;) {
         for (int k = 0; k < 2; k++) {
             k3_xtml_ctrl ctl = k ? K3_XC_CLOSE : K3_XC_OPEN;
+            if (!done[k] && !x->ctrl_len[ctl]) done[k] = 1; /* unset spelling: never matches */
             if (!done[k] && (!next[k] || next[k] < s + p)) {
                 next[k] = memmem(s + p, n - p, x->ctrl[ctl], x->ctrl_len[ctl]);
                 done[k] = !next[k];
@@ -253,7 +254,7 @@ static long find_marker(const k3_chan *c, const char *s, size_t n, size_t from,
         size_t at = (size_t)(q - s);
         for (size_t e = 0; e < ne; e++) {
             size_t ml = x->marker_len[edges[e].marker];
-            if (n - at >= ml && !memcmp(q, x->marker[edges[e].marker], ml)) {
+            if (ml && n - at >= ml && !memcmp(q, x->marker[edges[e].marker], ml)) {
                 *hit = &edges[e];
                 return (long)at;
             }
@@ -271,6 +272,7 @@ static size_t held_suffix(const k3_chan *c, const char *s, size_t n) {
     size_t longest = 0;
     for (size_t e = 0; e < ne; e++)
         if (c->x.marker_len[edges[e].marker] > longest) longest = c->x.marker_len[edges[e].marker];
+    if (longest == 0) return 0;
     for (size_t h = n < longest ? n : longest - 1; h > 0; h--)
         for (size_t e = 0; e < ne; e++) {
             size_t ml = c->x.marker_len[edges[e].marker];
