@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# dist_subcommands.sh — subcommands other than logits under mpirun: rank 0 runs
+# the subcommand and does all I/O, ranks 1..N-1 follow its model calls
+# (src/model/follow.h). generate on the built-in tiny model must produce the
+# same token ids with -np 2 tensor parallel and with K3_PIPELINE=1 as in one
+# process; bench must run and report; serve must answer a greedy completion
+# with the same text as a single-process server and stop cleanly on SIGTERM.
+cd "$(dirname "$0")/../.."
+. tests/sh/dist_env.sh.inc
+TMP=$(mktemp -d)
+SERVER=
+cleanup() {
+    [ -n "$SERVER" ] && kill -TERM "$SERVER" 2>/dev/null
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+ids() { grep -E '^\[k3\] (prompt|generated) ids' "$1"; }
+
+"$K3" generate -p "Hello there" -m 10 --verbose >/dev/null 2>"$TMP/g1.err"
+ids "$TMP/g1.err" >"$TMP/ids1"
+for variant in tp2 pp2; do
+    if [ "$variant" = pp2 ]; then export K3_PIPELINE=1; fi
+    dist_mpirun 2 "$K3" generate -p "Hello there" -m 10 --verbose >"$TMP/out" 2>"$TMP/g2.err"
+    rc=$?
+    unset K3_PIPELINE
+    ids "$TMP/g2.err" >"$TMP/ids2"
+    if [ "$rc" -eq 0 ] && [ -s "$TMP/ids1" ] && cmp -s "$TMP/ids1" "$TMP/ids2" &&
+        grep -q '^Generation: 10 tokens' "$TMP/out"; then
+        echo "PASS dist_generate_${variant}_same_tokens"
+    else
+        echo "FAIL dist_generate_${variant}_same_tokens (exit $rc)"
+        diff "$TMP/ids1" "$TMP/ids2" | head -5 | sed 's/^/  /'
+        tail -5 "$TMP/g2.err" | sed 's/^/  /'
+    fi
+done
+
+dist_mpirun 2 "$K3" bench --model tests/fixtures/tp4-bf16 -p 8 -n 4 --runs 1 >"$TMP/bench" 2>&1
+rc=$?
+if [ "$rc" -eq 0 ] && grep -q '^decode ' "$TMP/bench" && grep -q 'tensor-parallel slice 1 of 2' "$TMP/bench"; then
+    echo "PASS dist_bench_tp2"
+else
+    echo "FAIL dist_bench_tp2 (exit $rc)"
+    tail -8 "$TMP/bench" | sed 's/^/  /'
+fi
+
+# serve: start, wait for the port, ask, compare with one process
+serve_text() { # np (1 = plain), -> prints the completion text
+    local np=$1 log="$TMP/serve$1.log" port="" i
+    if [ "$np" -eq 1 ]; then
+        "$K3" serve --port 0 >"$log" 2>&1 &
+    else
+        timeout -k 5 60 mpirun --oversubscribe --allow-run-as-root -np "$np" "$K3" serve --port 0 >"$log" 2>&1 &
+    fi
+    SERVER=$!
+    for i in $(seq 1 100); do
+        port=$(grep -o 'listening on http://127.0.0.1:[0-9]*' "$log" | grep -o '[0-9]*$')
+        [ -n "$port" ] && break
+        sleep 0.2
+    done
+    curl -s -m 30 "http://127.0.0.1:$port/v1/completions" -H 'Content-Type: application/json' \
+        -d '{"prompt":"Hello","max_tokens":8,"temperature":0}' | grep -o '"text":"[^"]*"'
+    kill -TERM "$SERVER" 2>/dev/null
+    wait "$SERVER" 2>/dev/null
+    SERVER=
+}
+t1=$(serve_text 1)
+t2=$(serve_text 2)
+if [ -n "$t1" ] && [ "$t1" = "$t2" ] && grep -q 'k3 serve: stopped' "$TMP/serve2.log"; then
+    echo "PASS dist_serve_tp2_same_completion ($t2)"
+else
+    echo "FAIL dist_serve_tp2_same_completion (one process: '$t1', -np 2: '$t2')"
+    tail -8 "$TMP/serve2.log" | sed 's/^/  /'
+fi
