@@ -72,7 +72,10 @@ int k3_st_finish(k3_st *st);
 /* Open a checkpoint directory: the shards listed in model.safetensors.index.json
  * if present, else every *.safetensors file. NULL + k3_errmsg on error. */
 k3_st *k3_st_open_dir(const char *dir);
-void k3_st_free(k3_st *st);  /* unmaps; for k3_st_open_dir results */
+void k3_st_free(k3_st *st); /* unmaps; for k3_st_open_dir results */
+/* The distinct shard file names of a model.safetensors.index.json text, sorted
+ * (each a plain name in the same directory). Free each and the array. */
+int k3_st_parse_index(const char *text, size_t len, const char *label, char ***files, int *nfiles);
 void k3_st_clear(k3_st *st); /* frees the contents, not st itself */
 
 /* Lookup by exact name (after k3_st_finish); NULL if absent. */
