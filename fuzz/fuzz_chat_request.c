@@ -8,6 +8,7 @@
 
 #include "base/err.h"
 #include "text/chat.h"
+#include "text/pyjson.h"
 #include "text/tokenizer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -17,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         tok = k3_tok_byte_level(K3_TOK_K3_VOCAB);
         if (!tok || k3_xtml_init(&x, tok)) abort();
     }
-    json_t *req = json_loadb((const char *)data, size, 0, NULL);
+    json_t *req = k3_pyjson_loads((const char *)data, size, NULL);
     if (!req) return 0;
     k3_chat_input in;
     k3_chat_segs segs = {0};

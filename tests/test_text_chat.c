@@ -591,6 +591,25 @@ TEST(python_json_scan) {
     k3_buf_free(&v.str);
 }
 
+TEST(lone_surrogates_become_replacement) {
+    const char *src =
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"a\\ud800b\\ud83d\\ude00c\\\\ud800"
+        "\\udc00\"}],\"add_generation_prompt\":false,\"chat_template_kwargs\":{"
+        "\"thinking\":false}}";
+    json_error_t err;
+    json_t *req = k3_pyjson_loads(src, strlen(src), &err);
+    CHECK(req != NULL, "%s", err.text);
+    size_t len;
+    char *p = req ? k3_chat_render(&X, req, &len) : NULL;
+    CHECK(p && strstr(p, "a\xef\xbf\xbd"
+                         "b\xf0\x9f\x98\x80"
+                         "c\\ud800\xef\xbf\xbd<|close|>"),
+          "%s", p ? p : "(null)");
+    free(p);
+    json_decref(req);
+    CHECK(k3_pyjson_loads("{\"a\":", 5, &err) == NULL);
+}
+
 int main(void) {
     if (k3_xtml_init(&X, NULL)) return 1;
     RUN(example1_single_user_turn);
@@ -615,5 +634,6 @@ int main(void) {
     RUN(python_float_repr);
     RUN(python_json_dumps_styles);
     RUN(python_json_scan);
+    RUN(lone_surrogates_become_replacement);
     return t_done();
 }

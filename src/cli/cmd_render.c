@@ -17,6 +17,7 @@
 #include "base/mem.h"
 #include "cli/cli.h"
 #include "text/chat.h"
+#include "text/pyjson.h"
 #include "text/tokenizer.h"
 #include "text/xtml.h"
 
@@ -30,9 +31,16 @@ static void render_usage(FILE *f) {
                "  --segments    print the segments as JSON [[control, text], ...]\n");
 }
 
+/* The request from stdin; lone surrogate escapes become U+FFFD as in the
+ * reference, instead of failing the parse. */
 static json_t *read_request(void) {
+    size_t cap = 1 << 16, n = 0, got;
+    char *buf = k3_xmalloc(cap);
+    while ((got = fread(buf + n, 1, cap - n, stdin)) > 0)
+        if ((n += got) == cap) buf = k3_xrealloc(buf, cap *= 2);
     json_error_t err;
-    json_t *req = json_loadf(stdin, JSON_ALLOW_NUL, &err);
+    json_t *req = k3_pyjson_loads(buf, n, &err);
+    free(buf);
     if (!req)
         k3_die("render: stdin: invalid JSON at line %d column %d: %s", err.line, err.column,
                err.text);

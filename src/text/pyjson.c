@@ -493,3 +493,58 @@ int k3_pyjson_scan(const char *s, size_t n, size_t *pos, k3_pyvalue *out) {
     *pos = p;
     return 0;
 }
+
+/* ---- request loading --------------------------------------------------------- */
+
+static int hex4_at(const char *s, size_t n, size_t pos, unsigned *u) {
+    return pos + 4 <= n && hex4(s, n, pos, u) == 0;
+}
+
+/* Copy of s with lone surrogate escapes replaced by \ufffd; NULL if none. */
+static char *fix_lone_surrogates(const char *s, size_t n, size_t *out_n) {
+    k3_buf b = {0};
+    int in_string = 0, changed = 0;
+    size_t done = 0; /* s[0..done) already copied */
+    for (size_t i = 0; i < n; i++) {
+        if (!in_string) {
+            in_string = s[i] == '"';
+            continue;
+        }
+        if (s[i] == '"') {
+            in_string = 0;
+            continue;
+        }
+        if (s[i] != '\\' || i + 1 >= n) continue;
+        unsigned u, lo;
+        if (s[i + 1] != 'u' || !hex4_at(s, n, i + 2, &u) || u < 0xD800 || u > 0xDFFF) {
+            i++; /* skip the escaped character (it may be a quote) */
+            continue;
+        }
+        int paired = u <= 0xDBFF && i + 7 < n && s[i + 6] == '\\' && s[i + 7] == 'u' &&
+                     hex4_at(s, n, i + 8, &lo) && lo >= 0xDC00 && lo <= 0xDFFF;
+        if (paired) {
+            i += 11;
+            continue;
+        }
+        k3_buf_put(&b, s + done, i - done);
+        k3_buf_puts(&b, "\\ufffd");
+        done = i + 6;
+        i += 5;
+        changed = 1;
+    }
+    if (!changed) {
+        k3_buf_free(&b);
+        return NULL;
+    }
+    k3_buf_put(&b, s + done, n - done);
+    *out_n = b.n;
+    return b.s;
+}
+
+json_t *k3_pyjson_loads(const char *s, size_t n, json_error_t *err) {
+    size_t fn;
+    char *fixed = fix_lone_surrogates(s, n, &fn);
+    json_t *j = json_loadb(fixed ? fixed : s, fixed ? fn : n, JSON_ALLOW_NUL, err);
+    free(fixed);
+    return j;
+}

@@ -67,6 +67,12 @@ typedef struct {
  * returned; -1 on any syntax error (no message set: callers fall back). */
 int k3_pyjson_scan(const char *s, size_t n, size_t *pos, k3_pyvalue *out);
 
+/* Parse JSON text like Python's json.loads would accept it for a request:
+ * escapes of lone UTF-16 surrogates ("\ud800" without its pair), which
+ * jansson rejects, become U+FFFD (what the reference tokenizer does with
+ * them, chat.md §1.5), and \u0000 is allowed. Otherwise json_loadb. */
+json_t *k3_pyjson_loads(const char *s, size_t n, json_error_t *err);
+
 /* Skip JSON whitespace (exactly SP, TAB, LF, CR). */
 size_t k3_pyjson_skip_ws(const char *s, size_t n, size_t pos);
 
