@@ -94,6 +94,11 @@ const grow = end.rss_bytes - base.rss_bytes;
 console.log(`  ${N} clients (${aborted.length} disconnect early): warm-up round ${warm.secs.toFixed(1)} s, ` +
             `measured round ${r.secs.toFixed(1)} s; /health during load ${r.healthMs} ms with ${r.busy} busy; ` +
             `RSS baseline ${mb(base.rss_bytes)} MiB, after ${mb(end.rss_bytes)} MiB (${grow >= 0 ? "+" : ""}${mb(grow)} MiB)`);
-// a second identical round must not grow the process: allow allocator slack
-check("concurrency_memory_back_to_baseline", grow <= Math.max(8 << 20, base.rss_bytes * 0.1), { base: base.rss_bytes, end: end.rss_bytes });
+// a second identical round must not grow the process: allow allocator slack.
+// Not under AddressSanitizer (K3_SAN=1, set by run_all.sh): its quarantine
+// keeps up to 256 MiB of freed memory resident on purpose.
+if (process.env.K3_SAN === "1")
+  console.log("  memory check skipped under AddressSanitizer (quarantine holds freed memory)");
+else
+  check("concurrency_memory_back_to_baseline", grow <= Math.max(8 << 20, base.rss_bytes * 0.1), { base: base.rss_bytes, end: end.rss_bytes });
 process.exit(failed ? 1 : 0);
