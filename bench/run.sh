@@ -10,7 +10,13 @@
 #   bench/run.sh                 BUILD=build, checkpoints in /tmp/k3-bench-models
 #   BUILD=dir WORK=dir bench/run.sh
 #   RUNS=3 THREADS="2" bench/run.sh   fewer runs / thread counts
+#
+# OMP_WAIT_POLICY defaults to passive: on a shared machine, spinning OpenMP
+# workers steal the core from the thread they wait for and 2-thread numbers
+# collapse (measured 1.9 vs 10.7 decode tok/s at load average 8). Set
+# OMP_WAIT_POLICY=active on a quiet machine.
 set -eu
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 K3=${K3:-$BUILD/k3}
@@ -44,6 +50,7 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 flags=$(grep -m1 '^flags' /proc/cpuinfo)
 isa=AVX2
 case "$flags" in *avx512f*) isa="AVX2 (AVX-512 present, unused)" ;; esac
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
 rows=""
 for m in bf16 mxfp4 q8 q4 q2-mixed; do
     for t in $THREADS; do
@@ -62,6 +69,8 @@ done
     echo "Commit \`$commit\`, $(date -u '+%Y-%m-%d %H:%M UTC'), $cpu, $(nproc) cores, kernels $isa."
     echo "Model: bench preset (\`$CFG\`), prompt 64 tokens, 32 decoded tokens, median of $RUNS runs"
     echo "after a warm-up. Roofline = measured read bandwidth / weight bytes per decoded token."
+    echo "OMP_WAIT_POLICY=$OMP_WAIT_POLICY; load average before: $load0, after: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "(other jobs were sharing the machine when the load average is well above the thread count)."
     echo
     echo "| format | threads | prefill tok/s | decode tok/s | MiB/token | GB/s | roofline tok/s | ratio | peak RSS MiB | load s |"
     echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"

@@ -39,8 +39,8 @@ else
     fail bench_kernels_table "$(tail -2 "$TMP/k.txt")"
 fi
 
-K3_KERNELS=ref "$K3" bench --kernels --quick --threads 1 >"$TMP/r.txt" 2>&1
-grep -q '^kernels ref' "$TMP/r.txt" && pass bench_kernels_ref_mode || fail bench_kernels_ref_mode
+K3_KERNELS=ref "$K3" bench --model "$FIX/tiny-bf16" -p 2 -n 1 --runs 1 --quick >"$TMP/r.txt" 2>&1
+grep -q '(ref kernels' "$TMP/r.txt" && pass bench_ref_mode || fail bench_ref_mode "$(head -1 "$TMP/r.txt")"
 
 expect_error() { # name, pattern, args...
     local name=$1 pat=$2
