@@ -195,6 +195,28 @@ TEST(distribution_matches_naive_reference) {
     }
 }
 
+/* Many equal logits: the selection must break ties by lower id exactly like a full sort. */
+TEST(ties_match_naive_reference) {
+    enum { V = 3001 };
+    float *x = malloc(sizeof(float) * V);
+    double *a = malloc(sizeof(double) * V), *b = malloc(sizeof(double) * V);
+    t_seed(77);
+    for (int i = 0; i < V; i++) x[i] = (float)floor(4 * t_rand()); /* 8 distinct values */
+    const k3_sampler_params ps[] = {params(1, 7, 1, 0), params(1, 500, 1, 0),
+                                    params(0.9f, 0, 0.3f, 0), params(1.1f, 100, 0.5f, 0)};
+    for (size_t pi = 0; pi < sizeof ps / sizeof *ps; pi++) {
+        k3_sampler *s = k3_sampler_new(&ps[pi], V);
+        int na = k3_sampler_probs(s, x, a), nb = naive_probs(x, V, ps[pi], b);
+        int same = na == nb;
+        for (int i = 0; i < V; i++) same &= (a[i] > 0) == (b[i] > 0) && fabs(a[i] - b[i]) < 1e-12;
+        CHECK(same, "params %zu: %d vs %d kept", pi, na, nb);
+        k3_sampler_free(s);
+    }
+    free(x);
+    free(a);
+    free(b);
+}
+
 TEST(draw_frequencies_follow_the_distribution) {
     t_seed(5);
     enum { V = 12, N = 60000 };
@@ -300,6 +322,7 @@ int main(void) {
     RUN(min_p_threshold);
     RUN(top_p_keeps_smallest_prefix_reaching_mass);
     RUN(distribution_matches_naive_reference);
+    RUN(ties_match_naive_reference);
     RUN(draw_frequencies_follow_the_distribution);
     RUN(seeded_runs_reproduce_exactly);
     RUN(repetition_penalty_and_context_window);

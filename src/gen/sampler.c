@@ -131,52 +131,109 @@ static int32_t argmax(const float *x, int n) {
     return best;
 }
 
+/* The total order of candidates: higher logit first, lower id on ties. */
 static int cand_cmp(const void *a, const void *b) {
     const cand *x = a, *y = b;
     if (x->logit != y->logit) return x->logit > y->logit ? -1 : 1;
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Candidates sorted by logit (desc), pruned at PRUNE_LOG after temperature. */
-static int collect_sorted(k3_sampler *s, float best) {
+static int id_cmp(const void *a, const void *b) {
+    const cand *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static void swap_cand(cand *a, cand *b) {
+    cand t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* Reorder c[0..n) so that c[0..k) are the k best (in no particular order):
+ * quickselect with a median-of-three pivot, falling back to a full sort if
+ * it degenerates. The result as a set is unique (cand_cmp is a total order). */
+static void select_best(cand *c, int n, int k) {
+    int lo = 0, hi = n - 1, budget = 64;
+    while (hi > lo && budget-- > 0) {
+        int mid = lo + (hi - lo) / 2;
+        if (cand_cmp(&c[mid], &c[lo]) < 0) swap_cand(&c[mid], &c[lo]);
+        if (cand_cmp(&c[hi], &c[lo]) < 0) swap_cand(&c[hi], &c[lo]);
+        if (cand_cmp(&c[hi], &c[mid]) < 0) swap_cand(&c[hi], &c[mid]);
+        cand pivot = c[mid];
+        int i = lo, j = hi;
+        while (i <= j) { /* Hoare partition: better than pivot to the left */
+            while (cand_cmp(&c[i], &pivot) < 0) i++;
+            while (cand_cmp(&pivot, &c[j]) < 0) j--;
+            if (i <= j) swap_cand(&c[i++], &c[j--]);
+        }
+        if (k - 1 <= j)
+            hi = j;
+        else if (k - 1 >= i)
+            lo = i;
+        else
+            return;
+    }
+    if (hi > lo) qsort(c + lo, (size_t)(hi - lo + 1), sizeof *c, cand_cmp);
+}
+
+/* Candidates in id order, pruned at PRUNE_LOG after temperature. */
+static int collect(k3_sampler *s, float best) {
     double scale = s->p.temp > 1 ? s->p.temp : 1.0;
     double floor_l = best + PRUNE_LOG * scale;
     int n = 0;
     for (int i = 0; i < s->vocab; i++)
         if (s->pen[i] > -INFINITY && s->pen[i] >= floor_l) s->c[n++] = (cand){i, s->pen[i]};
-    qsort(s->c, (size_t)n, sizeof *s->c, cand_cmp);
     return n;
 }
 
-/* Number of candidates kept by top-p (probabilities over c[0..n), untempered). */
-static int keep_top_p(k3_sampler *s, int n) {
-    double sum = 0, cum = 0;
-    for (int i = 0; i < n; i++) sum += (s->w[i] = exp((double)s->c[i].logit - s->c[0].logit));
-    for (int i = 0; i < n; i++) {
-        cum += s->w[i];
-        if (cum >= s->p.top_p * sum) return i + 1;
+/* Top-p over c[0..n) (id order in and out): the smallest most-likely prefix
+ * whose untempered mass reaches top_p of the total (summed in id order).
+ * Only as much of the ranking as needed is sorted: 64, 256, ... best. */
+static int keep_top_p(k3_sampler *s, int n, float best) {
+    double total = 0;
+    for (int i = 0; i < n; i++) total += exp((double)s->c[i].logit - best);
+    int keep = n;
+    for (int m = n < 64 ? n : 64;; m = m * 4 < n ? m * 4 : n) {
+        select_best(s->c, n, m);
+        qsort(s->c, (size_t)m, sizeof *s->c, cand_cmp);
+        double cum = 0;
+        int found = 0;
+        for (int i = 0; i < m && !found; i++) {
+            cum += exp((double)s->c[i].logit - best);
+            found = cum >= s->p.top_p * total;
+            if (found) keep = i + 1;
+        }
+        if (found || m == n) break;
     }
-    return n;
+    qsort(s->c, (size_t)keep, sizeof *s->c, id_cmp);
+    return keep;
 }
 
-static int keep_min_p(k3_sampler *s, int n) {
+/* Min-p: keep p >= min_p x p_max, i.e. logit >= best + log(min_p); id order kept. */
+static int keep_min_p(k3_sampler *s, int n, float best) {
     double cut = log((double)s->p.min_p);
-    int k = 1;
-    while (k < n && (double)s->c[k].logit - s->c[0].logit >= cut) k++;
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if ((double)s->c[i].logit - best >= cut) s->c[k++] = s->c[i];
     return k;
 }
 
-/* Filters 3-5, then the tempered weights in s->w[0..n). Returns n (0: no finite logit). */
+/* Filters 3-5 leave a set of candidates in id order in c[0..n); their
+ * tempered weights go to s->w. Returns n (0: no finite logit). */
 static int filtered_weights(k3_sampler *s, double *sum) {
     int32_t b = argmax(s->pen, s->vocab);
     if (b < 0) return 0;
-    int n = collect_sorted(s, s->pen[b]);
-    if (s->p.top_k > 0 && n > s->p.top_k) n = s->p.top_k;
-    if (s->p.top_p < 1.0f) n = keep_top_p(s, n);
-    if (s->p.min_p > 0.0f) n = keep_min_p(s, n);
+    float best = s->pen[b];
+    int n = collect(s, best);
+    if (s->p.top_k > 0 && n > s->p.top_k) {
+        select_best(s->c, n, s->p.top_k);
+        n = s->p.top_k;
+        qsort(s->c, (size_t)n, sizeof *s->c, id_cmp);
+    }
+    if (s->p.top_p < 1.0f) n = keep_top_p(s, n, best);
+    if (s->p.min_p > 0.0f) n = keep_min_p(s, n, best);
     *sum = 0;
-    for (int i = 0; i < n; i++)
-        *sum += (s->w[i] = exp(((double)s->c[i].logit - s->c[0].logit) / s->p.temp));
+    for (int i = 0; i < n; i++) *sum += (s->w[i] = exp(((double)s->c[i].logit - best) / s->p.temp));
     return n;
 }
 
@@ -195,7 +252,7 @@ int32_t k3_sampler_sample(k3_sampler *s, const float *logits) {
         cum += s->w[i];
         if (u < cum) return s->c[i].id;
     }
-    return s->c[n - 1].id; /* u rounded up to sum */
+    return s->c[n - 1].id; /* u rounded up to sum: the last candidate */
 }
 
 int k3_sampler_probs(k3_sampler *s, const float *logits, double *probs) {

@@ -14,9 +14,14 @@
  *   6. temperature: sample from softmax(logit / temp) over what is left.
  *
  * Sampling is deterministic: a xoshiro256** generator seeded from `seed`,
- * one uniform draw per sampled token, all arithmetic sequential and in
- * double precision. Tokens whose tempered probability is below e^-40 of the
- * best one are dropped before sorting (their total mass is < 1e-12).
+ * one uniform draw u per sampled token; the token is the first candidate, in
+ * ascending id order, at which the running sum of tempered weights exceeds
+ * u x their total. All arithmetic is sequential and in double precision, and
+ * every sum runs in a defined order (id order; the top-p running mass in
+ * rank order), so the result does not depend on how candidates are sorted
+ * internally (only the ranks top-k / top-p need are computed). Tokens whose
+ * tempered probability is below e^-40 of the best one are dropped first
+ * (their total mass is < 1e-12).
  *
  * Not thread safe: one sampler per sequence. */
 #ifndef K3_GEN_SAMPLER_H

@@ -53,8 +53,9 @@ int k3_session_open(k3_session *s, const k3_gen_opts *o, FILE *note) {
     if (lo.progress) {
         int nf;
         uint64_t b = shard_bytes(s->dir, &nf);
-        fprintf(stderr, "[k3] loading %s (%.2f GB in %d safetensors file%s)\n", s->dir,
-                (double)b / 1e9, nf, nf == 1 ? "" : "s");
+        fprintf(stderr, "[k3] loading %s (%.2f %s in %d safetensors file%s)\n", s->dir,
+                b >= 1000000000 ? (double)b / 1e9 : (double)b / 1e6, b >= 1000000000 ? "GB" : "MB",
+                nf, nf == 1 ? "" : "s");
     }
     double t0 = k3_now();
     s->m = k3_model_load(s->dir, &lo);

@@ -45,34 +45,36 @@ class Xoshiro:
 
 
 def pick(logits, a, rng):
+    """The chain of src/gen/sampler.h, written the plain way (full sorts)."""
     x = logits.astype(np.float32)  # the engine samples from float32 logits
     if a.temp <= 0:
         return int(np.argmax(x))  # first maximum = lowest id
-    order = sorted(range(len(x)), key=lambda i: (-float(x[i]), i))
-    l = [float(x[i]) for i in order]
-    n = len(order)
-    if a.top_k > 0:
-        n = min(n, a.top_k)
+    best = float(x.max())
+    floor = best - 40.0 * max(1.0, a.temp)
+    keep = [i for i in range(len(x)) if float(x[i]) >= floor]  # id order
+    rank = lambda i: (-float(x[i]), i)
+    if a.top_k > 0 and len(keep) > a.top_k:
+        keep = sorted(sorted(keep, key=rank)[: a.top_k])
     if a.top_p < 1:
-        w = [math.exp(l[i] - l[0]) for i in range(n)]
-        tot, cum = sum(w), 0.0
-        for i in range(n):
-            cum += w[i]
-            if cum >= a.top_p * tot:
-                n = i + 1
+        total = sum(math.exp(float(x[i]) - best) for i in keep)  # id order
+        cum, n = 0.0, len(keep)
+        ranked = sorted(keep, key=rank)
+        for r, i in enumerate(ranked):
+            cum += math.exp(float(x[i]) - best)
+            if cum >= a.top_p * total:
+                n = r + 1
                 break
+        keep = sorted(ranked[:n])
     if a.min_p > 0:
-        k, cut = 1, math.log(a.min_p)
-        while k < n and l[k] - l[0] >= cut:
-            k += 1
-        n = k
-    w = [math.exp((l[i] - l[0]) / a.temp) for i in range(n)]
+        cut = math.log(a.min_p)
+        keep = [i for i in keep if float(x[i]) - best >= cut]
+    w = [math.exp((float(x[i]) - best) / a.temp) for i in keep]
     u, cum = rng.unit() * sum(w), 0.0
-    for i in range(n):
-        cum += w[i]
+    for i, wi in zip(keep, w):
+        cum += wi
         if u < cum:
-            return order[i]
-    return order[n - 1]
+            return i
+    return keep[-1]
 
 
 def main():
