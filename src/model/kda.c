@@ -65,34 +65,29 @@ static void kda_decay(const k3_config *c, const k3_kda_w *w, float *a, int64_t T
         }
 }
 
-void k3_kda_forward(const k3_model *m, const k3_layer *l, k3_layer_cache *c, const float *x,
-                    int64_t T, float *out) {
-    const k3_config *cf = m->c;
-    const k3_kda_w *w = &l->kda;
-    int H = cf->kda_heads, hd = cf->kda_head_dim, K = cf->kda_conv_kernel;
-    int64_t P = (int64_t)H * hd, D = cf->hidden_size;
-    float *z = k3_xmalloc(sizeof(float) * (size_t)(T * 3 * P)); /* [T, 3P]: q | k | v */
-    float *tmp = k3_xmalloc(sizeof(float) * (size_t)(T * P));
+/* z [T, 3P] = conv+SiLU of the q | k | v projections, with q and k L2-normalised per head. */
+static void kda_qkv(const k3_config *cf, const k3_kda_w *w, k3_layer_cache *c, const float *x,
+                    int64_t T, float *z, float *tmp) {
+    int H = cf->kda_heads, hd = cf->kda_head_dim;
+    int64_t P = (int64_t)H * hd;
     for (int b = 0; b < 3; b++) {
         k3_matmul(b == 0 ? &w->q : b == 1 ? &w->k : &w->v, x, T, tmp);
         for (int64_t t = 0; t < T; t++)
             memcpy(z + t * 3 * P + b * P, tmp + t * P, sizeof(float) * (size_t)P);
     }
-    k3_kda_conv(z, T, 3 * P, 0, 3 * P, w->conv, K, c->conv, 3 * P);
+    k3_kda_conv(z, T, 3 * P, 0, 3 * P, w->conv, cf->kda_conv_kernel, c->conv, 3 * P);
     for (int64_t t = 0; t < T; t++)
         for (int h = 0; h < H; h++) {
             k3_l2norm_scaled(z + t * 3 * P + h * hd, hd, 1e-6, 1.0f / sqrtf((float)hd));
             k3_l2norm_scaled(z + t * 3 * P + P + h * hd, hd, 1e-6, 1.0f);
         }
-    float *fa = k3_xmalloc(sizeof(float) * (size_t)(T * hd));
-    float *alpha = k3_xmalloc(sizeof(float) * (size_t)(T * P));
-    k3_matmul(&w->fa, x, T, fa);
-    k3_matmul(&w->fb, fa, T, alpha);
-    kda_decay(cf, w, alpha, T);
-    float *beta = k3_xmalloc(sizeof(float) * (size_t)(T * H));
-    k3_matmul(&w->b, x, T, beta);
-    for (int64_t i = 0; i < T * H; i++) beta[i] = k3_sigmoid(beta[i]);
-    float *y = tmp; /* [T, P] */
+}
+
+/* The delta rule over T tokens, heads in parallel; y [T, P]. */
+static void kda_recurrence(const k3_config *cf, k3_layer_cache *c, const float *z,
+                           const float *alpha, const float *beta, int64_t T, float *y) {
+    int H = cf->kda_heads, hd = cf->kda_head_dim;
+    int64_t P = (int64_t)H * hd;
 #pragma omp parallel for schedule(static)
     for (int h = 0; h < H; h++) {
         float *S = c->S + (int64_t)h * hd * hd;
@@ -102,12 +97,18 @@ void k3_kda_forward(const k3_model *m, const k3_layer *l, k3_layer_cache *c, con
                         beta[t * H + h], y + t * P + (int64_t)h * hd);
         }
     }
-    float *gate = alpha; /* reuse [T, P] */
+}
+
+/* y <- RMSNorm(y per head; o_norm) * sigmoid(gate), gate full-rank or low-rank. */
+static void kda_gated_norm(const k3_config *cf, const k3_kda_w *w, const float *x, int64_t T,
+                           float *y, float *gate, float *low) {
+    int H = cf->kda_heads, hd = cf->kda_head_dim;
+    int64_t P = (int64_t)H * hd;
     if (cf->kda_full_rank_gate) {
         k3_matmul(&w->g, x, T, gate);
     } else {
-        k3_matmul(&w->ga, x, T, fa);
-        k3_matmul(&w->gb, fa, T, gate);
+        k3_matmul(&w->ga, x, T, low);
+        k3_matmul(&w->gb, low, T, gate);
     }
     for (int64_t t = 0; t < T; t++)
         for (int h = 0; h < H; h++) {
@@ -115,11 +116,32 @@ void k3_kda_forward(const k3_model *m, const k3_layer *l, k3_layer_cache *c, con
             k3_rmsnorm(yh, hd, w->o_norm, cf->rms_norm_eps, yh);
             for (int d = 0; d < hd; d++) yh[d] *= k3_sigmoid(gh[d]);
         }
+}
+
+void k3_kda_forward(const k3_model *m, const k3_layer *l, k3_layer_cache *c, const float *x,
+                    int64_t T, float *out) {
+    const k3_config *cf = m->c;
+    const k3_kda_w *w = &l->kda;
+    int H = cf->kda_heads, hd = cf->kda_head_dim;
+    int64_t P = (int64_t)H * hd, D = cf->hidden_size;
+    float *z = k3_xmalloc(sizeof(float) * (size_t)(T * 3 * P)); /* [T, 3P]: q | k | v */
+    float *y = k3_xmalloc(sizeof(float) * (size_t)(T * P));
+    float *low = k3_xmalloc(sizeof(float) * (size_t)(T * hd));
+    float *alpha = k3_xmalloc(sizeof(float) * (size_t)(T * P));
+    float *beta = k3_xmalloc(sizeof(float) * (size_t)(T * H));
+    kda_qkv(cf, w, c, x, T, z, y);
+    k3_matmul(&w->fa, x, T, low); /* forget gate, low rank */
+    k3_matmul(&w->fb, low, T, alpha);
+    kda_decay(cf, w, alpha, T);
+    k3_matmul(&w->b, x, T, beta);
+    for (int64_t i = 0; i < T * H; i++) beta[i] = k3_sigmoid(beta[i]);
+    kda_recurrence(cf, c, z, alpha, beta, T, y);
+    kda_gated_norm(cf, w, x, T, y, alpha /* reused as the gate */, low);
     k3_rowpar_matmul(m, &w->o, y, T, out); /* canonical block order (rowpar.h) */
     k3_model_reduce(m, out, T * D);
     free(z);
-    free(tmp);
-    free(fa);
+    free(y);
+    free(low);
     free(alpha);
     free(beta);
 }
