@@ -172,6 +172,8 @@ static int check_sizes(const k3_config *c, const char *L) {
                     positive(c->qk_nope_head_dim, "qk_nope_head_dim", L) ||
                     positive(c->v_head_dim, "v_head_dim", L)))
         return -1;
+    if (c->num_attention_heads > 65536 || c->kda_heads > 65536)
+        return k3_seterr("%s: more than 65536 attention heads are not supported", L);
     if (any_kda && c->kda_conv_kernel > 16)
         return k3_seterr("%s: field \"linear_attn_config.short_conv_kernel_size\" = %d, at most "
                          "16 is supported",
@@ -189,6 +191,9 @@ static int check_moe(const k3_config *c, const char *L) {
     for (int i = 0; i < c->num_hidden_layers; i++) any_dense |= !k3_config_is_moe_layer(c, i);
     if (any_dense && positive(c->intermediate_size, "intermediate_size", L)) return -1;
     if (!any_moe) return 0;
+    if (c->num_experts > 65536) /* per-expert bookkeeping is allocated before the lookups */
+        return k3_seterr("%s: field \"num_experts\" = %d, at most 65536 are supported", L,
+                         c->num_experts);
     if (positive(c->moe_intermediate_size, "moe_intermediate_size", L)) return -1;
     if (c->num_experts_per_token < 1 || c->num_experts_per_token > c->num_experts)
         return k3_seterr("%s: field \"num_experts_per_token\" = %d, expected 1..num_experts (%d)",
