@@ -6,7 +6,10 @@
  * padded row strides and column-sliced views. Products must match
  * k3_matmul_ref within a bound derived from f32 accumulation, and threaded
  * products must be bitwise identical to single-threaded ones (each output is
- * computed by the same instruction sequence whatever the row split). */
+ * computed by the same instruction sequence whatever the row split). Where
+ * the CPU has AVX-512 the quantized decode kernels run in both the AVX-512
+ * and the forced AVX2-only family. */
+#include "kernels/avx512.h"
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
 #include "quant/dtype.h"
@@ -152,7 +155,8 @@ static const int64_t Ts[] = {1, 2, 3, 5, 7, 13};
 
 TEST(avx2_available) {
     CHECK(k3_cpu_has_avx2(), "this test machine should have AVX2+FMA (CI does)");
-    CHECK(!strcmp(k3_kernels_name(), "avx2"));
+    CHECK(!strcmp(k3_kernels_name(), k3_cpu_has_avx512() ? "avx512" : "avx2"), "%s",
+          k3_kernels_name());
 }
 
 TEST(float_formats_vs_ref) {
@@ -254,6 +258,16 @@ TEST(ref_mode_is_reachable) {
     free_mat(&a);
 }
 
+/* The AVX2-only family (what CI machines without AVX-512 run), forced. */
+TEST(avx2_only_mode) {
+    k3_kernels_set_mode(K3_KERNELS_AVX2);
+    CHECK(!strcmp(k3_kernels_name(), "avx2"));
+    mxfp4_vs_ref();
+    affine_every_width_group_scale_type();
+    large_threaded_vs_ref();
+    k3_kernels_set_mode(K3_KERNELS_AUTO);
+}
+
 int main(void) {
     t_seed(42);
     RUN(avx2_available);
@@ -264,6 +278,7 @@ int main(void) {
     RUN(large_threaded_vs_ref);
     RUN(matmul_rows_independent_of_T);
     RUN(ref_mode_is_reachable);
+    if (k3_cpu_has_avx512()) RUN(avx2_only_mode);
     printf("  (%d products compared)\n", n_compared);
     return t_done();
 }

@@ -1,5 +1,6 @@
 /* cpu.c — run-time choice between the scalar reference and the AVX2 kernels (see cpu.h). */
 #include "kernels/cpu.h"
+#include "kernels/avx512.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -26,10 +27,16 @@ static k3_kernels_mode resolve(void) {
     k3_kernels_mode want = forced;
     if (want == K3_KERNELS_AUTO) {
         const char *e = getenv("K3_KERNELS");
-        if (e && !strcmp(e, "ref")) want = K3_KERNELS_REF;
+        if (e && !strcmp(e, "ref"))
+            want = K3_KERNELS_REF;
+        else if (e && !strcmp(e, "avx2"))
+            want = K3_KERNELS_AVX2;
+        else
+            want = K3_KERNELS_AVX512;
     }
-    if (want == K3_KERNELS_REF) return K3_KERNELS_REF;
-    return k3_cpu_has_avx2() ? K3_KERNELS_AVX2 : K3_KERNELS_REF;
+    if (want == K3_KERNELS_REF || !k3_cpu_has_avx2()) return K3_KERNELS_REF;
+    if (want == K3_KERNELS_AVX512 && k3_cpu_has_avx512()) return K3_KERNELS_AVX512;
+    return K3_KERNELS_AVX2;
 }
 
 k3_kernels_mode k3_kernels_active(void) {
@@ -42,5 +49,6 @@ k3_kernels_mode k3_kernels_active(void) {
 }
 
 const char *k3_kernels_name(void) {
-    return k3_kernels_active() == K3_KERNELS_AVX2 ? "avx2" : "ref";
+    k3_kernels_mode m = k3_kernels_active();
+    return m == K3_KERNELS_AVX512 ? "avx512" : m == K3_KERNELS_AVX2 ? "avx2" : "ref";
 }

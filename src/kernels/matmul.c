@@ -1,20 +1,30 @@
 /* matmul.c — kernel dispatch for k3_matvec / k3_matmul.
  *
  * AVX2 kernels when the CPU has them and the format/shape is supported (see
- * avx2.h), otherwise the scalar reference. K3_KERNELS=ref or
+ * avx2.h), the AVX-512 decode kernels on top where available (avx512.h),
+ * otherwise the scalar reference. K3_KERNELS=ref or
  * k3_kernels_set_mode(K3_KERNELS_REF) forces the reference (tests, debugging). */
 #include "kernels/matmul.h"
 #include "kernels/avx2.h"
+#include "kernels/avx512.h"
 #include "kernels/cpu.h"
 
 static int use_avx2(const k3_wmat *W) {
-    return k3_kernels_active() == K3_KERNELS_AVX2 && k3_avx2_supports(W);
+    return k3_kernels_active() != K3_KERNELS_REF && k3_avx2_supports(W);
+}
+
+/* Decode product: AVX-512 where it exists for the format, else AVX2. */
+static void matvec_fast(const k3_wmat *W, const float *x, float *y) {
+    if (k3_kernels_active() == K3_KERNELS_AVX512 && k3_avx512_supports(W))
+        k3_matvec_avx512(W, x, y);
+    else
+        k3_matvec_avx2(W, x, y);
 }
 
 void k3_matvec(const k3_wmat *W, const float *x, float *y) {
     if (W->rows <= 0) return;
     if (use_avx2(W))
-        k3_matvec_avx2(W, x, y);
+        matvec_fast(W, x, y);
     else
         k3_matvec_ref(W, x, y);
 }
@@ -26,7 +36,7 @@ void k3_matmul(const k3_wmat *W, const float *X, int64_t T, float *Y) {
         return;
     }
     if (T == 1)
-        k3_matvec_avx2(W, X, Y);
+        matvec_fast(W, X, Y);
     else
         k3_matmul_avx2(W, X, T, Y);
 }
