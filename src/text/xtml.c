@@ -84,9 +84,12 @@ size_t k3_xtml_close_tag(const k3_xtml *x, k3_xtml_tag tag, char *buf) {
 
 static void build_markers(k3_xtml *x) {
     for (int m = 0; m < K3_XM_COUNT; m++) {
-        int n =
-            snprintf(x->marker[m], sizeof x->marker[m], "%s%s%s", x->ctrl[marker_table[m].opener],
-                     tag_table[marker_table[m].tag], x->ctrl[K3_XC_SEP]);
+        /* Built in a local buffer: x->ctrl and x->marker live in the same struct, and
+         * gcc's -Wrestrict (under -fsanitize) cannot tell they never overlap. */
+        char buf[sizeof x->marker[m]];
+        int n = snprintf(buf, sizeof buf, "%s%s%s", x->ctrl[marker_table[m].opener],
+                         tag_table[marker_table[m].tag], x->ctrl[K3_XC_SEP]);
+        memcpy(x->marker[m], buf, sizeof buf);
         x->marker_len[m] = (size_t)n;
     }
 }
