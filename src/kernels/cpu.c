@@ -3,16 +3,28 @@
 #include "kernels/avx512.h"
 
 #include <stdlib.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <string.h>
 
 static k3_kernels_mode forced = K3_KERNELS_AUTO;
 static int resolved = -1; /* cached k3_kernels_active() result, -1 = not yet */
 
+int k3_cpu_has_f16c(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    return (c & bit_F16C) != 0;
+#else
+    return 0;
+#endif
+}
+
 int k3_cpu_has_avx2(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && k3_cpu_has_f16c();
 #else
     return 0;
 #endif

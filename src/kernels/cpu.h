@@ -17,6 +17,9 @@ typedef enum {
 
 /* 1 if this CPU runs the AVX2+FMA+F16C kernels. */
 int k3_cpu_has_avx2(void);
+/* F16C (half-float conversions), read from CPUID: clang's __builtin_cpu_supports does not know it.
+ */
+int k3_cpu_has_f16c(void);
 /* Force a kernel family for every later call (process-wide, not thread-safe to
  * change while products run). AUTO re-reads K3_KERNELS. */
 void k3_kernels_set_mode(k3_kernels_mode m);

@@ -7,26 +7,26 @@
  * (23.3 vs 21.4 GFLOP/s, bench/kmicro.c 512x4096). A 16-lane port of the
  * affine digit planes was 8% slower than AVX2 on this CPU and was dropped. */
 #include "kernels/avx512.h"
+#include "kernels/avx2.h"
+#include "kernels/cpu.h"
 #include "kernels/scratch.h"
 #include "quant/dtype.h"
 
 #include <immintrin.h>
 #include <math.h>
-#include <omp.h>
 #include <string.h>
 
 #define K3_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
 #define K3_AVX512_INLINE                                                                           \
     static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx2,fma,"       \
                                                        "f16c")))
-#define K3_PAR_MIN_WEIGHTS 32768
 
 int k3_cpu_has_avx512(void) {
 #if defined(__x86_64__)
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") &&
-           __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+           __builtin_cpu_supports("fma") && k3_cpu_has_f16c();
 #else
     return 0;
 #endif
@@ -76,15 +76,14 @@ K3_AVX512_INLINE float mxfp4_row(const k3_wmat *W, int64_t r, const float *xp) {
     return _mm512_reduce_add_ps(_mm512_add_ps(y0, y1));
 }
 
-K3_AVX512 static void matvec_mxfp4(const k3_wmat *W, const float *xp, float *y) {
-    const int64_t R = W->rows;
-#pragma omp parallel for schedule(static) if (R * W->cols >= K3_PAR_MIN_WEIGHTS)
-    for (int64_t r = 0; r < R; r++) y[r] = mxfp4_row(W, r, xp);
+K3_AVX512 static void mxfp4_rows(const k3_rows_ctx *c, int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r++) c->y[r] = mxfp4_row(c->W, r, c->xp);
 }
 
 void k3_matvec_avx512(const k3_wmat *W, const float *x, float *y) {
     const int64_t K = W->cols;
     float *xp = k3_scratch(K3_SCRATCH_XPERM, sizeof(float) * (size_t)(K + 64));
     permute_x_mxfp4(x, K, xp);
-    matvec_mxfp4(W, xp, y);
+    k3_rows_ctx c = {W, x, xp, NULL, y};
+    k3_parallel_rows(&c, mxfp4_rows);
 }
