@@ -3,7 +3,9 @@
 #include "dist/follow_cli.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct {
     const char *name;
@@ -30,7 +32,19 @@ static void usage(FILE *f) {
         fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].help);
 }
 
+/* `k3 serve` shares the cores between HTTP threads and the model's OpenMP
+ * threads; libgomp's default spin-waiting starves the former (measured: a
+ * 50-client round took 35 s spinning vs 3.3 s passive, docs/serve.md).
+ * libgomp reads OMP_WAIT_POLICY when the program starts, so set it and
+ * re-execute once; an explicit OMP_WAIT_POLICY from the user always wins. */
+static void serve_prefers_passive_waits(int argc, char **argv) {
+    if (argc < 2 || strcmp(argv[1], "serve") || getenv("OMP_WAIT_POLICY")) return;
+    setenv("OMP_WAIT_POLICY", "passive", 1);
+    execv("/proc/self/exe", argv); /* returns only on failure: run on with spinning */
+}
+
 int main(int argc, char **argv) {
+    serve_prefers_passive_waits(argc, argv);
     int follower = k3_dist_main(argc, argv); /* under mpirun: ranks > 0 follow rank 0 */
     if (follower >= 0) return follower;
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
