@@ -21,6 +21,21 @@ void k3_matmul_avx2(const k3_wmat *W, const float *X, int64_t T, float *Y);
 int k3_avx2_digit_planes(int bits, int64_t cols);
 void k3_matvec_affine_planes_avx2(const k3_wmat *W, const float *x, float *y);
 
+/* The inputs of a row-parallel product, passed to the row-range workers. */
+typedef struct {
+    const k3_wmat *W;
+    const float *x, *xp, *xsum; /* x, x permuted/scaled for the format, per-group sums */
+    float *y;
+} k3_rows_ctx;
+typedef void (*k3_rows_fn)(const k3_rows_ctx *c, int64_t r0, int64_t r1);
+
+/* fn(c, r0, r1) over [0, R) in blocks of 16 rows, split over OpenMP threads
+ * when R*cols is large enough. The OpenMP region lives in this plain
+ * function and the SIMD code in target-attributed workers: clang does not
+ * give an outlined OpenMP body the target features of its enclosing function
+ * (intrinsics inlined there fail to compile). */
+void k3_parallel_rows(const k3_rows_ctx *c, k3_rows_fn fn);
+
 /* Dequantize the whole of row r into out[0..kp) (kp = cols rounded up to 8;
  * the padding is zero). Used by the matmul panels. */
 void k3_avx2_decode_row(const k3_wmat *W, int64_t r, float *out);

@@ -71,19 +71,29 @@ K3_AVX2_INLINE float dot_float_row(k3_wfmt fmt, const uint8_t *row, const float 
     return s;
 }
 
-K3_AVX2 static void matvec_float(const k3_wmat *W, const float *x, float *y) {
-    const int64_t R = W->rows, K = W->cols;
-    const k3_wfmt fmt = W->fmt;
-#pragma omp parallel for schedule(static) if (R * K >= K3_PAR_MIN_WEIGHTS)
-    for (int64_t r = 0; r < R; r++) {
+void k3_parallel_rows(const k3_rows_ctx *c, k3_rows_fn fn) {
+    const int64_t R = c->W->rows, nb = (R + 15) / 16;
+#pragma omp parallel for schedule(static) if (R * c->W->cols >= K3_PAR_MIN_WEIGHTS)
+    for (int64_t b = 0; b < nb; b++) fn(c, b * 16, b * 16 + 16 < R ? b * 16 + 16 : R);
+}
+
+K3_AVX2 static void float_rows(const k3_rows_ctx *c, int64_t r0, int64_t r1) {
+    const k3_wmat *W = c->W;
+    const int64_t K = W->cols;
+    for (int64_t r = r0; r < r1; r++) {
         const uint8_t *row = W->data + (size_t)r * W->row_stride;
-        if (fmt == K3_W_F32)
-            y[r] = dot_float_row(K3_W_F32, row, x, K);
-        else if (fmt == K3_W_F16)
-            y[r] = dot_float_row(K3_W_F16, row, x, K);
+        if (W->fmt == K3_W_F32)
+            c->y[r] = dot_float_row(K3_W_F32, row, c->x, K);
+        else if (W->fmt == K3_W_F16)
+            c->y[r] = dot_float_row(K3_W_F16, row, c->x, K);
         else
-            y[r] = dot_float_row(K3_W_BF16, row, x, K);
+            c->y[r] = dot_float_row(K3_W_BF16, row, c->x, K);
     }
+}
+
+static void matvec_float(const k3_wmat *W, const float *x, float *y) {
+    k3_rows_ctx c = {W, x, NULL, NULL, y};
+    k3_parallel_rows(&c, float_rows);
 }
 
 /* One affine row: sum_g s_g * sum_{c in g} q_c x_c + b_g * xsum_g. */
@@ -119,13 +129,10 @@ K3_AVX2 static void group_sums(const float *x, int64_t K, int G, float *xsum) {
     }
 }
 
-/* The affine loop with `bits` and `group` as constants, one copy per pair. */
+/* The affine row-range workers with `bits` and `group` as constants. */
 #define AFFINE_MATVEC(B, G)                                                                        \
-    K3_AVX2 static void matvec_affine_##B##_##G(const k3_wmat *W, const float *x,                  \
-                                                const float *xsum, float *y) {                     \
-        const int64_t R = W->rows;                                                                 \
-        _Pragma("omp parallel for schedule(static) if (R * W->cols >= K3_PAR_MIN_WEIGHTS)") for (  \
-            int64_t r = 0; r < R; r++) y[r] = dot_affine_row(W, r, x, xsum, B, G);                 \
+    K3_AVX2 static void matvec_affine_##B##_##G(const k3_rows_ctx *c, int64_t r0, int64_t r1) {    \
+        for (int64_t r = r0; r < r1; r++) c->y[r] = dot_affine_row(c->W, r, c->x, c->xsum, B, G);  \
     }
 #define AFFINE_BITS(B) AFFINE_MATVEC(B, 32) AFFINE_MATVEC(B, 64) AFFINE_MATVEC(B, 128)
 AFFINE_BITS(2)
@@ -135,9 +142,7 @@ AFFINE_BITS(5)
 AFFINE_BITS(6)
 AFFINE_BITS(8)
 
-typedef void (*affine_fn)(const k3_wmat *, const float *, const float *, float *);
-
-static affine_fn affine_kernel(int bits, int group) {
+static k3_rows_fn affine_kernel(int bits, int group) {
 #define PICK(B)                                                                                    \
     case B:                                                                                        \
         return group == 32   ? matvec_affine_##B##_32                                              \
@@ -162,7 +167,8 @@ static void matvec_affine(const k3_wmat *W, const float *x, float *y) {
     }
     float *xsum = k3_scratch(K3_SCRATCH_XSUM, sizeof(float) * (size_t)(W->cols / W->group + 1));
     group_sums(x, W->cols, W->group, xsum);
-    affine_kernel(W->bits, W->group)(W, x, xsum, y);
+    k3_rows_ctx c = {W, x, NULL, xsum, y};
+    k3_parallel_rows(&c, affine_kernel(W->bits, W->group));
 }
 
 /* MXFP4 matvec: per group of 32, the low nibbles (even columns) and high
@@ -208,12 +214,15 @@ K3_AVX2_INLINE float dot_mxfp4_row(const k3_wmat *W, int64_t r, const float *xp)
     return k3_hsum256(_mm256_add_ps(y0, y1));
 }
 
-K3_AVX2 static void matvec_mxfp4(const k3_wmat *W, const float *x, float *y) {
-    const int64_t R = W->rows;
+K3_AVX2 static void mxfp4_rows(const k3_rows_ctx *c, int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r++) c->y[r] = dot_mxfp4_row(c->W, r, c->xp);
+}
+
+static void matvec_mxfp4(const k3_wmat *W, const float *x, float *y) {
     float *xp = k3_scratch(K3_SCRATCH_XPERM, sizeof(float) * (size_t)(W->cols + 32));
     permute_x_mxfp4(x, W->cols, xp);
-#pragma omp parallel for schedule(static) if (R * W->cols >= K3_PAR_MIN_WEIGHTS)
-    for (int64_t r = 0; r < R; r++) y[r] = dot_mxfp4_row(W, r, xp);
+    k3_rows_ctx c = {W, x, xp, NULL, y};
+    k3_parallel_rows(&c, mxfp4_rows);
 }
 
 void k3_matvec_avx2(const k3_wmat *W, const float *x, float *y) {

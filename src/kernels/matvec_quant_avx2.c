@@ -16,10 +16,6 @@
 #include "kernels/scratch.h"
 #include "quant/dtype.h"
 
-#include <omp.h>
-
-#define K3_PAR_MIN_WEIGHTS 32768
-
 /* Columns per block: 8 lanes x D codes. */
 static int block_cols(int bits) {
     return bits == 8 ? 8 : bits == 4 ? 16 : bits == 3 ? 64 : 32;
@@ -149,29 +145,20 @@ K3_AVX2_INLINE float affine_row(const k3_wmat *W, int64_t r, const float *xp, co
            bias_dot(sb + ng, xsum, ng);
 }
 
-/* The parallel loop lives in these generated functions (not in an inline
- * helper) so that the outlined OpenMP body sees bits and G as constants. */
+/* Row-range workers with bits and G as constants; k3_parallel_rows splits the rows. */
 #define AFFINE_ROWS_G(B, G)                                                                        \
-    K3_AVX2 static void affine_rows_##B##_##G(const k3_wmat *W, const float *xp,                   \
-                                              const float *xsum, float *y) {                       \
-        const int64_t R = W->rows, ng = W->cols / G;                                               \
-        _Pragma("omp parallel if (R * W->cols >= K3_PAR_MIN_WEIGHTS)") {                           \
-            float *sb = k3_scratch(K3_SCRATCH_ROWSC, sizeof(float) * (size_t)(2 * ng + 16));       \
-            _Pragma("omp for schedule(static)") for (int64_t r = 0; r < R; r++) y[r] =             \
-                affine_row(W, r, xp, xsum, sb, B, G);                                              \
-        }                                                                                          \
+    K3_AVX2 static void affine_rows_##B##_##G(const k3_rows_ctx *c, int64_t r0, int64_t r1) {      \
+        const int64_t ng = c->W->cols / G;                                                         \
+        float *sb = k3_scratch(K3_SCRATCH_ROWSC, sizeof(float) * (size_t)(2 * ng + 16));           \
+        for (int64_t r = r0; r < r1; r++) c->y[r] = affine_row(c->W, r, c->xp, c->xsum, sb, B, G); \
     }
 #define AFFINE_ROWS(B)                                                                             \
     AFFINE_ROWS_G(B, 32)                                                                           \
     AFFINE_ROWS_G(B, 64)                                                                           \
     AFFINE_ROWS_G(B, 128)                                                                          \
-    static void affine_rows_##B(const k3_wmat *W, const float *xp, const float *xsum, float *y) {  \
-        if (W->group == 32)                                                                        \
-            affine_rows_##B##_32(W, xp, xsum, y);                                                  \
-        else if (W->group == 64)                                                                   \
-            affine_rows_##B##_64(W, xp, xsum, y);                                                  \
-        else                                                                                       \
-            affine_rows_##B##_128(W, xp, xsum, y);                                                 \
+    static k3_rows_fn affine_rows_##B(int group) {                                                 \
+        if (group == 32) return affine_rows_##B##_32;                                              \
+        return group == 64 ? affine_rows_##B##_64 : affine_rows_##B##_128;                         \
     }
 AFFINE_ROWS(2)
 AFFINE_ROWS(3)
@@ -190,21 +177,11 @@ void k3_matvec_affine_planes_avx2(const k3_wmat *W, const float *x, float *y) {
     float *xp = k3_scratch(K3_SCRATCH_XPERM, sizeof(float) * (size_t)(K + 64));
     group_sums(x, K, W->group, xsum);
     permute_x(x, K, W->bits, xp);
-    switch (W->bits) {
-    case 2:
-        affine_rows_2(W, xp, xsum, y);
-        break;
-    case 3:
-        affine_rows_3(W, xp, xsum, y);
-        break;
-    case 4:
-        affine_rows_4(W, xp, xsum, y);
-        break;
-    case 6:
-        affine_rows_6(W, xp, xsum, y);
-        break;
-    default:
-        affine_rows_8(W, xp, xsum, y);
-        break;
-    }
+    k3_rows_fn fn = W->bits == 2   ? affine_rows_2(W->group)
+                    : W->bits == 3 ? affine_rows_3(W->group)
+                    : W->bits == 4 ? affine_rows_4(W->group)
+                    : W->bits == 6 ? affine_rows_6(W->group)
+                                   : affine_rows_8(W->group);
+    k3_rows_ctx c = {W, x, xp, xsum, y};
+    k3_parallel_rows(&c, fn);
 }
