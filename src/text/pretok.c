@@ -89,7 +89,12 @@ int k3_pretok_split(const k3_pretok *p, const char *s, size_t n, k3_piece_fn fn,
     int rc = 0;
     size_t pos = 0;
     while (pos < n) {
-        int got = pcre2_match(p->code, (PCRE2_SPTR)s, n, pos, PCRE2_NO_UTF_CHECK, m.md, m.mc);
+        /* The JIT entry point skips pcre2_match's option checks (a piece is
+         * only a few bytes, so per-call overhead matters); ANCHORED since
+         * the pieces tile the text. */
+        int got = p->jit ? pcre2_jit_match(p->code, (PCRE2_SPTR)s, n, pos, 0, m.md, m.mc)
+                         : pcre2_match(p->code, (PCRE2_SPTR)s, n, pos,
+                                       PCRE2_NO_UTF_CHECK | PCRE2_ANCHORED, m.md, m.mc);
         if (got < 0) {
             PCRE2_UCHAR msg[256];
             pcre2_get_error_message(got, msg, sizeof msg);
