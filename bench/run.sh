@@ -47,15 +47,13 @@ gbs() { awk -v b="$1" 'BEGIN { printf "%.2f", b / 1e9 }'; }
 make_models
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
-flags=$(grep -m1 '^flags' /proc/cpuinfo)
-isa=AVX2
-case "$flags" in *avx512f*) isa="AVX2 (AVX-512 present, unused)" ;; esac
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 rows=""
 for m in bf16 mxfp4 q8 q4 q2-mixed; do
     for t in $THREADS; do
         j=$("$K3" bench --model "$WORK/$m" -p 64 -n 32 --threads "$t" --runs "$RUNS" --json)
         echo "$m threads=$t: $j" >&2
+        isa=$(field "$j" kernels)
         rows+="| $m | $t | $(field "$j" prefill_tps) | $(field "$j" decode_tps) | "
         rows+="$(mib "$(field "$j" active_bytes_per_token)") | $(gbs "$(field "$j" bandwidth_bytes_per_s)") | "
         rows+="$(awk -v b="$(field "$j" bandwidth_bytes_per_s)" -v a="$(field "$j" active_bytes_per_token)" \
@@ -66,7 +64,7 @@ done
 {
     echo "# k3 benchmark results"
     echo
-    echo "Commit \`$commit\`, $(date -u '+%Y-%m-%d %H:%M UTC'), $cpu, $(nproc) cores, kernels $isa."
+    echo "Commit \`$commit\`, $(date -u '+%Y-%m-%d %H:%M UTC'), $cpu, $(nproc) cores, kernels $isa (avx512 = AVX2 everywhere plus the AVX-512 MXFP4 matvec)."
     echo "Model: bench preset (\`$CFG\`), prompt 64 tokens, 32 decoded tokens, median of $RUNS runs"
     echo "after a warm-up. Roofline = measured read bandwidth / weight bytes per decoded token."
     echo "OMP_WAIT_POLICY=$OMP_WAIT_POLICY; load average before: $load0, after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -109,6 +109,8 @@ K3_AVX2_INLINE float row_codes_dot(const uint8_t *row, const float *xp, const fl
     }
     const int per_group = G / bc;
     for (int64_t g = 0; g < K / G; g++) {
+        /* prefetch 2 KiB ahead: the hardware streamer stops at page boundaries */
+        _mm_prefetch((const char *)row + g * (G * bits / 8) + 2048, _MM_HINT_T0);
         __m256 a[4];
         a[0] = a[1] = a[2] = a[3] = _mm256_setzero_ps();
 #pragma GCC unroll 16
