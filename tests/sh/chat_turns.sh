@@ -10,7 +10,7 @@ K3=${K3:-build/k3}
 FIX=${K3_FIXTURES:-$(cd .. && pwd)/shared/fixtures}
 FX=$FIX/tiny-bf16
 T=$(mktemp -d /tmp/k3-chat-XXXXXX)
-trap 'rm -rf "$T"' EXIT
+trap '[ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
 
 pass() { echo "PASS $1"; }
 fail() {
@@ -70,24 +70,40 @@ if [[ "$p2b" == *,747,116,104,105,110,107,749 ]]; then pass chat_thinking_on_by_
 # Ctrl-C stops the current answer, the chat goes on
 mkfifo "$T/in"
 timeout 300 "$K3" chat --model "$FX" -m 1000000 --verbose <"$T/in" >"$T/out3" 2>"$T/err3" &
-pid=$!
+tpid=$!
 exec 3>"$T/in"
-echo "talk for a long time" >&3
-for _ in $(seq 600); do # wait (up to 60 s) until the first answer is being generated
-    grep -q '^\[k3\] prefill ids' "$T/err3" && break
+pid=""
+for _ in $(seq 600); do # signal k3 itself: timeout(1) forwards only the first SIGINT
+    pid=$(pgrep -P $tpid | head -1)
+    [ -n "$pid" ] && break
     sleep 0.1
 done
-sleep 0.3
+# Each message is ~1500 byte tokens, so its prefill takes a while and the
+# Ctrl-C lands during it (the answer is then stopped before its first token;
+# a random model could otherwise end an answer by itself before the signal).
+long=$(printf 'talk for a long time %.0s' $(seq 70))
+wait_for_prefill() { # n: wait (up to 60 s) until the n-th turn has started its prefill
+    for _ in $(seq 600); do
+        [ "$(grep -c '^\[k3\] prefill ids' "$T/err3")" -ge "$1" ] && break
+        sleep 0.1
+    done
+}
+echo "$long" >&3
+wait_for_prefill 1
 kill -INT $pid
-echo "second" >&3
+echo "second $long" >&3 # the chat must still take turns: this one is stopped the same way
+wait_for_prefill 2
+kill -INT $pid
+echo "/thinking off" >&3
 echo "/exit" >&3
 exec 3>&-
-wait $pid
+wait $tpid
 rc=$?
-if [ $rc = 0 ] && grep -q '\[stopped\]' "$T/out3" && grep -q '^\[k3\] turn 2: generated' "$T/err3"; then
+if [ $rc = 0 ] && [ "$(grep -c '\[stopped\]' "$T/out3")" = 2 ] && grep -q '^\[thinking off\]$' "$T/out3" &&
+    grep -q '^\[k3\] turn 2: generated' "$T/err3"; then
     pass chat_ctrl_c_stops_answer_only
 else
-    fail chat_ctrl_c_stops_answer_only "rc=$rc" "$(tail -3 "$T/err3")"
+    fail chat_ctrl_c_stops_answer_only "rc=$rc" "$(tail -3 "$T/err3")" "$(grep -c stopped "$T/out3") [stopped] lines"
 fi
 
 # bad flags
