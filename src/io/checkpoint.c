@@ -12,11 +12,15 @@
 #define MAX_ALIAS 8
 
 int k3_ckpt_open(const char *dir, k3_ckpt *ck) {
+    return k3_ckpt_open_progress(dir, 0, ck);
+}
+
+int k3_ckpt_open_progress(const char *dir, int progress, k3_ckpt *ck) {
     memset(ck, 0, sizeof *ck);
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
     if (k3_config_load(path, &ck->cfg)) return -1;
-    ck->st = k3_st_open_dir(dir);
+    ck->st = k3_st_open_dir_progress(dir, progress);
     if (!ck->st) {
         k3_config_free(&ck->cfg);
         return -1;

@@ -29,6 +29,8 @@ typedef struct k3_ckpt {
 } k3_ckpt;
 
 int k3_ckpt_open(const char *dir, k3_ckpt *ck);
+/* The same, drawing a progress bar over the shards when progress != 0. */
+int k3_ckpt_open_progress(const char *dir, int progress, k3_ckpt *ck);
 void k3_ckpt_close(k3_ckpt *ck);
 
 /* The tensor for an MLX-style name (aliases and prefix tried), NULL if absent. Marks it used. */

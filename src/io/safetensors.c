@@ -2,6 +2,7 @@
 #include "io/safetensors.h"
 #include "base/err.h"
 #include "base/mem.h"
+#include "base/progress.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -340,16 +341,41 @@ int k3_st_parse_index(const char *text, size_t len, const char *label, char ***f
     return rc;
 }
 
-static int open_from_index(k3_st *st, const char *dir, const char *idx) {
+/* Map and validate the shard files paths[0..n), drawing a bar over their bytes. */
+static int add_files(k3_st *st, char *const *paths, int n, int progress) {
+    uint64_t total = 0, done = 0;
+    struct stat sb;
+    for (int i = 0; i < n; i++)
+        if (!stat(paths[i], &sb)) total += (uint64_t)sb.st_size;
+    k3_progress bar;
+    k3_progress_start(&bar, progress, "mapping shards ", total, "MB", 1e6);
+    int rc = 0;
+    for (int i = 0; !rc && i < n; i++) {
+        rc = k3_st_add_file(st, paths[i]);
+        if (!stat(paths[i], &sb)) done += (uint64_t)sb.st_size;
+        char note[64];
+        snprintf(note, sizeof note, "%d/%d files, %d tensors", i + 1, n, st->n);
+        k3_progress_update(&bar, done, note);
+    }
+    if (!rc)
+        k3_progress_finish(&bar);
+    else if (progress)
+        fputc('\n', stderr);
+    return rc;
+}
+
+static int open_from_index(k3_st *st, const char *dir, const char *idx, int progress) {
     size_t len;
     char *text = k3_read_file(idx, &len);
     if (!text) return -1;
     char **files = NULL;
     int n = 0, rc = k3_st_parse_index(text, len, idx, &files, &n);
-    for (int i = 0; !rc && i < n; i++) {
-        char *p = join_path(dir, files[i]);
-        rc = k3_st_add_file(st, p);
-        free(p);
+    if (!rc) {
+        char **paths = k3_xcalloc((size_t)(n ? n : 1), sizeof *paths);
+        for (int i = 0; i < n; i++) paths[i] = join_path(dir, files[i]);
+        rc = add_files(st, paths, n, progress);
+        for (int i = 0; i < n; i++) free(paths[i]);
+        free(paths);
     }
     if (!rc) rc = k3_st_finish(st);
     if (!rc) { /* every listed tensor must be in the shard the index names */
@@ -363,7 +389,7 @@ static int open_from_index(k3_st *st, const char *dir, const char *idx) {
     return rc;
 }
 
-static int open_by_glob(k3_st *st, const char *dir) {
+static int open_by_glob(k3_st *st, const char *dir, int progress) {
     char *pat = join_path(dir, "*.safetensors");
     glob_t g;
     int gr = glob(pat, 0, NULL, &g);
@@ -372,17 +398,21 @@ static int open_by_glob(k3_st *st, const char *dir) {
         if (!gr) globfree(&g);
         return k3_seterr("%s: no model.safetensors.index.json and no *.safetensors files", dir);
     }
-    int rc = 0;
-    for (size_t i = 0; !rc && i < g.gl_pathc; i++) rc = k3_st_add_file(st, g.gl_pathv[i]);
+    int rc = add_files(st, g.gl_pathv, (int)g.gl_pathc, progress);
     globfree(&g);
     return rc ? rc : k3_st_finish(st);
 }
 
 k3_st *k3_st_open_dir(const char *dir) {
+    return k3_st_open_dir_progress(dir, 0);
+}
+
+k3_st *k3_st_open_dir_progress(const char *dir, int progress) {
     k3_st *st = k3_xmalloc(sizeof *st);
     k3_st_init(st);
     char *idx = join_path(dir, "model.safetensors.index.json");
-    int rc = access(idx, F_OK) == 0 ? open_from_index(st, dir, idx) : open_by_glob(st, dir);
+    int rc = access(idx, F_OK) == 0 ? open_from_index(st, dir, idx, progress)
+                                    : open_by_glob(st, dir, progress);
     free(idx);
     if (rc) {
         k3_st_free(st);

@@ -72,6 +72,8 @@ int k3_st_finish(k3_st *st);
 /* Open a checkpoint directory: the shards listed in model.safetensors.index.json
  * if present, else every *.safetensors file. NULL + k3_errmsg on error. */
 k3_st *k3_st_open_dir(const char *dir);
+/* The same, with a progress bar on stderr over the shard bytes when progress != 0. */
+k3_st *k3_st_open_dir_progress(const char *dir, int progress);
 void k3_st_free(k3_st *st); /* unmaps; for k3_st_open_dir results */
 /* The distinct shard file names of a model.safetensors.index.json text, sorted
  * (each a plain name in the same directory). Free each and the array. */

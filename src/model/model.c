@@ -4,6 +4,7 @@
  *   dense MLP|MoE } → final AttnRes mix → final norm → lm_head. */
 #include "base/err.h"
 #include "base/mem.h"
+#include "base/progress.h"
 #include "kernels/matmul.h"
 #include "model/model.h"
 #include "model/ops.h"
@@ -11,8 +12,10 @@
 #include "model/parallel.h"
 
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int load_globals(k3_model *m) {
     k3_ckpt *ck = &m->ck;
@@ -76,16 +79,26 @@ static int check_opts(const k3_load_opts *o) {
 static k3_model *load_model(const char *dir, const k3_load_opts *opts) {
     if (check_opts(opts)) return NULL;
     if (opts && opts->threads > 0) omp_set_num_threads(opts->threads);
+    int progress = opts && opts->progress && isatty(2); /* bars only on a terminal */
     k3_model *m = k3_xcalloc(1, sizeof *m);
-    if (k3_ckpt_open(dir, &m->ck)) {
+    if (k3_ckpt_open_progress(dir, progress, &m->ck)) {
         free(m);
         return NULL;
     }
     m->c = &m->ck.cfg;
     m->L = k3_xcalloc((size_t)m->c->num_hidden_layers, sizeof(k3_layer));
     int rc = k3_par_init(m, opts) || load_globals(m); /* this process's slice (parallel.h) */
-    for (int i = m->layer0; !rc && i < m->layer1; i++)
+    k3_progress bar;
+    k3_progress_start(&bar, progress && !rc, "mapping tensors", (uint64_t)(m->layer1 - m->layer0),
+                      "layers", 1);
+    for (int i = m->layer0; !rc && i < m->layer1; i++) {
         rc = k3_layer_load(m, i, &m->L[i]) || k3_par_slice_layer(m, i);
+        k3_progress_update(&bar, (uint64_t)(i + 1 - m->layer0), NULL);
+    }
+    if (!rc)
+        k3_progress_finish(&bar);
+    else if (bar.on)
+        fputc('\n', stderr);
     if (!rc) k3_par_skip_foreign_layers(m);
     if (!rc) rc = k3_ckpt_check_unused(&m->ck);
     if (rc) {
