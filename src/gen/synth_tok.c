@@ -5,35 +5,12 @@
 
 #include "base/err.h"
 #include "base/mem.h"
+#include "text/tokenizer.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The 16 named K3 control tokens: offset in the block, spelling, special flag. */
-static const struct {
-    int off;
-    const char *text;
-    int special;
-} k3_named[] = {
-    {0, "[BOS]", 1},
-    {1, "[EOS]", 1},
-    {2, "<|end_of_msg|>", 1},
-    {3, "<|open|>", 0},
-    {4, "<|close|>", 0},
-    {5, "<|sep|>", 0},
-    {6, "[start_header_id]", 1},
-    {7, "[end_header_id]", 1},
-    {9, "[EOT]", 1},
-    {18, "<|media_begin|>", 1},
-    {19, "<|media_content|>", 1},
-    {20, "<|media_end|>", 1},
-    {21, "<|media_pad|>", 1},
-    {65, "<osagent_mode>", 1},
-    {254, "[UNK]", 1},
-    {255, "[PAD]", 1},
-};
 
 static void base64(const unsigned char *in, size_t n, char *out) {
     static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -94,13 +71,13 @@ static int write_ranks(const char *dir, int num_base) {
 
 static json_t *added_tokens(int block) {
     json_t *d = json_object();
-    for (size_t i = 0; i < sizeof k3_named / sizeof k3_named[0]; i++) {
+    for (size_t i = 0; i < k3_num_named_tokens; i++) {
         char id[16];
-        snprintf(id, sizeof id, "%d", block + k3_named[i].off);
+        snprintf(id, sizeof id, "%d", block + k3_named_tokens[i].offset);
         json_object_set_new(d, id,
-                            json_pack("{sssbsbsbsbsb}", "content", k3_named[i].text, "lstrip", 0,
-                                      "normalized", 0, "rstrip", 0, "single_word", 0, "special",
-                                      k3_named[i].special));
+                            json_pack("{sssbsbsbsbsb}", "content", k3_named_tokens[i].text,
+                                      "lstrip", 0, "normalized", 0, "rstrip", 0, "single_word", 0,
+                                      "special", k3_named_tokens[i].special_flag));
     }
     return d;
 }

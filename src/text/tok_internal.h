@@ -38,15 +38,6 @@ struct k3_tokenizer {
     piece_cache_ent *cache;
 };
 
-/* The 16 named K3 control tokens, by offset from the block start. */
-typedef struct {
-    int offset;
-    const char *text;
-    int special_flag;
-} k3_named_token;
-extern const k3_named_token k3_named_tokens[];
-extern const size_t k3_num_named_tokens;
-
 /* Finish a tokenizer whose ranks are set: create the block (names[i] may be
  * NULL = reserved), the special index, the pattern and the cache. Takes
  * ownership of nothing; copies the names. Returns 0 / -1 + k3_errmsg. */

@@ -136,4 +136,15 @@ const char *k3_detok_push_bytes(k3_detok *d, const char *bytes, size_t n, size_t
 const char *k3_detok_flush(k3_detok *d, size_t *len);
 void k3_detok_free(k3_detok *d);
 
+/* The 16 named K3 control tokens, by offset from the start of the 256-id
+ * control block (chat.md §1.3); special_flag is tokenizer_config.json's
+ * "special". The one table both the tokenizer and `k3 synth` use. */
+typedef struct {
+    int offset;
+    const char *text;
+    int special_flag;
+} k3_named_token;
+extern const k3_named_token k3_named_tokens[];
+extern const size_t k3_num_named_tokens;
+
 #endif
