@@ -22,22 +22,6 @@ static inline int64_t round8(int64_t k) {
     return (k + 7) & ~(int64_t)7;
 }
 
-static inline float elt_at(k3_wfmt fmt, const uint8_t *p, int64_t i) {
-    uint16_t h;
-    float f;
-    switch (fmt) {
-    case K3_W_F32:
-        memcpy(&f, p + 4 * i, 4);
-        return f;
-    case K3_W_F16:
-        memcpy(&h, p + 2 * i, 2);
-        return k3_f16_to_f32(h);
-    default:
-        memcpy(&h, p + 2 * i, 2);
-        return k3_bf16_to_f32(h);
-    }
-}
-
 K3_AVX2_INLINE void decode_float_row(k3_wfmt fmt, const uint8_t *row, int64_t K, float *out) {
     int64_t c = 0;
     for (; c + 8 <= K; c += 8) {
@@ -46,7 +30,7 @@ K3_AVX2_INLINE void decode_float_row(k3_wfmt fmt, const uint8_t *row, int64_t K,
                                      : k3_dec8_bf16(row, c);
         _mm256_storeu_ps(out + c, v);
     }
-    for (; c < K; c++) out[c] = elt_at(fmt, row, c);
+    for (; c < K; c++) out[c] = k3_wmat_elt(fmt, row, c);
     for (; c < round8(K); c++) out[c] = 0.0f;
 }
 
@@ -55,8 +39,8 @@ K3_AVX2_INLINE void decode_affine_row(const k3_wmat *W, int64_t r, float *out, i
     const uint8_t *sc = W->scales + (size_t)r * W->scale_stride;
     const uint8_t *bi = W->biases + (size_t)r * W->bias_stride;
     for (int64_t g = 0; g < W->cols / G; g++) {
-        __m256 s = _mm256_set1_ps(elt_at(W->scale_fmt, sc, g));
-        __m256 b = _mm256_set1_ps(elt_at(W->scale_fmt, bi, g));
+        __m256 s = _mm256_set1_ps(k3_wmat_elt(W->scale_fmt, sc, g));
+        __m256 b = _mm256_set1_ps(k3_wmat_elt(W->scale_fmt, bi, g));
         for (int j = 0; j < G; j += 8) {
             int64_t c = g * G + j;
             _mm256_storeu_ps(out + c, _mm256_fmadd_ps(k3_dec8_codes(row, c, bits), s, b));

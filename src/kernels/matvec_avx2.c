@@ -37,23 +37,6 @@ int k3_avx2_supports(const k3_wmat *W) {
     return 0;
 }
 
-/* Scalar element i of an f32/f16/bf16 array (tails and affine scales). */
-static inline float elt_at(k3_wfmt fmt, const uint8_t *p, int64_t i) {
-    uint16_t h;
-    float f;
-    switch (fmt) {
-    case K3_W_F32:
-        memcpy(&f, p + 4 * i, 4);
-        return f;
-    case K3_W_F16:
-        memcpy(&h, p + 2 * i, 2);
-        return k3_f16_to_f32(h);
-    default:
-        memcpy(&h, p + 2 * i, 2);
-        return k3_bf16_to_f32(h);
-    }
-}
-
 /* Dot product of one f32/f16/bf16 row with x; FMT is a constant after inlining. */
 K3_AVX2_INLINE float dot_float_row(k3_wfmt fmt, const uint8_t *row, const float *x, int64_t K) {
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
@@ -76,7 +59,7 @@ K3_AVX2_INLINE float dot_float_row(k3_wfmt fmt, const uint8_t *row, const float 
     for (; c + 8 <= K; c += 8) a0 = _mm256_fmadd_ps(DEC(c), _mm256_loadu_ps(x + c), a0);
 #undef DEC
     float s = k3_hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-    for (; c < K; c++) s += elt_at(fmt, row, c) * x[c];
+    for (; c < K; c++) s += k3_wmat_elt(fmt, row, c) * x[c];
     return s;
 }
 
@@ -122,9 +105,9 @@ K3_AVX2_INLINE float dot_affine_row(const k3_wmat *W, int64_t r, const float *x,
             q1 = _mm256_fmadd_ps(k3_dec8_codes(row, c0 + j + 8, bits),
                                  _mm256_loadu_ps(x + c0 + j + 8), q1);
         }
-        yv =
-            _mm256_fmadd_ps(_mm256_add_ps(q0, q1), _mm256_set1_ps(elt_at(W->scale_fmt, sc, g)), yv);
-        bsum += elt_at(W->scale_fmt, bi, g) * xsum[g];
+        yv = _mm256_fmadd_ps(_mm256_add_ps(q0, q1),
+                             _mm256_set1_ps(k3_wmat_elt(W->scale_fmt, sc, g)), yv);
+        bsum += k3_wmat_elt(W->scale_fmt, bi, g) * xsum[g];
     }
     return k3_hsum256(yv) + bsum;
 }

@@ -6,34 +6,18 @@
 
 const char *k3_wfmt_name(k3_wfmt f) {
     switch (f) {
-    case K3_W_F32: return "f32";
-    case K3_W_F16: return "f16";
-    case K3_W_BF16: return "bf16";
-    case K3_W_MXFP4: return "mxfp4";
-    case K3_W_AFFINE: return "affine";
+    case K3_W_F32:
+        return "f32";
+    case K3_W_F16:
+        return "f16";
+    case K3_W_BF16:
+        return "bf16";
+    case K3_W_MXFP4:
+        return "mxfp4";
+    case K3_W_AFFINE:
+        return "affine";
     }
     return "?";
-}
-
-static float scalar_at(k3_wfmt fmt, const uint8_t *p, int64_t i) {
-    switch (fmt) {
-    case K3_W_F32: {
-        float f;
-        memcpy(&f, p + 4 * i, 4);
-        return f;
-    }
-    case K3_W_F16: {
-        uint16_t h;
-        memcpy(&h, p + 2 * i, 2);
-        return k3_f16_to_f32(h);
-    }
-    case K3_W_BF16: {
-        uint16_t h;
-        memcpy(&h, p + 2 * i, 2);
-        return k3_bf16_to_f32(h);
-    }
-    default: return 0.0f;
-    }
 }
 
 /* Code number c of a row packed LSB-first with `bits` bits per code. */
@@ -52,7 +36,7 @@ void k3_wmat_row(const k3_wmat *W, int64_t r, int64_t c0, int64_t n, float *out)
     case K3_W_F32:
     case K3_W_F16:
     case K3_W_BF16:
-        for (int64_t i = 0; i < n; i++) out[i] = scalar_at(W->fmt, row, c0 + i);
+        for (int64_t i = 0; i < n; i++) out[i] = k3_wmat_elt(W->fmt, row, c0 + i);
         break;
     case K3_W_MXFP4: {
         const uint8_t *sc = W->scales + (size_t)r * W->scale_stride;
@@ -69,7 +53,7 @@ void k3_wmat_row(const k3_wmat *W, int64_t r, int64_t c0, int64_t n, float *out)
         const uint8_t *bi = W->biases + (size_t)r * W->bias_stride;
         for (int64_t i = 0; i < n; i++) {
             int64_t c = c0 + i, g = c / W->group;
-            float s = scalar_at(W->scale_fmt, sc, g), b = scalar_at(W->scale_fmt, bi, g);
+            float s = k3_wmat_elt(W->scale_fmt, sc, g), b = k3_wmat_elt(W->scale_fmt, bi, g);
             out[i] = s * (float)affine_code(row, W->bits, c) + b;
         }
         break;
@@ -86,7 +70,9 @@ k3_wmat k3_wmat_rows(const k3_wmat *W, int64_t r0, int64_t n) {
     return v;
 }
 
-static size_t elt_size(k3_wfmt f) { return f == K3_W_F32 ? 4 : 2; }
+static size_t elt_size(k3_wfmt f) {
+    return f == K3_W_F32 ? 4 : 2;
+}
 
 k3_wmat k3_wmat_cols(const k3_wmat *W, int64_t c0, int64_t n) {
     k3_wmat v = *W;
@@ -94,7 +80,9 @@ k3_wmat k3_wmat_cols(const k3_wmat *W, int64_t c0, int64_t n) {
     switch (W->fmt) {
     case K3_W_F32:
     case K3_W_F16:
-    case K3_W_BF16: v.data += (size_t)c0 * elt_size(W->fmt); break;
+    case K3_W_BF16:
+        v.data += (size_t)c0 * elt_size(W->fmt);
+        break;
     case K3_W_MXFP4:
         v.data += (size_t)c0 / 2;
         v.scales += (size_t)c0 / 32;
@@ -113,13 +101,16 @@ k3_wmat k3_wmat_cols(const k3_wmat *W, int64_t c0, int64_t n) {
 uint64_t k3_wmat_bytes(const k3_wmat *W) {
     uint64_t r = (uint64_t)W->rows, c = (uint64_t)W->cols;
     switch (W->fmt) {
-    case K3_W_F32: return r * c * 4;
+    case K3_W_F32:
+        return r * c * 4;
     case K3_W_F16:
-    case K3_W_BF16: return r * c * 2;
-    case K3_W_MXFP4: return r * (c / 2 + c / 32);
+    case K3_W_BF16:
+        return r * c * 2;
+    case K3_W_MXFP4:
+        return r * (c / 2 + c / 32);
     case K3_W_AFFINE:
-        return r * (c * (uint64_t)W->bits / 8 +
-                    2 * (c / (uint64_t)W->group) * elt_size(W->scale_fmt));
+        return r *
+               (c * (uint64_t)W->bits / 8 + 2 * (c / (uint64_t)W->group) * elt_size(W->scale_fmt));
     }
     return 0;
 }

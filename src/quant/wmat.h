@@ -17,6 +17,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+#include "quant/dtype.h"
 
 typedef enum { K3_W_F32 = 0, K3_W_F16, K3_W_BF16, K3_W_MXFP4, K3_W_AFFINE } k3_wfmt;
 
@@ -34,6 +37,23 @@ typedef struct k3_wmat {
     int bits;          /* AFFINE: 2,3,4,5,6,8; MXFP4: 4 */
     int group;         /* AFFINE: 32/64/128; MXFP4: 32 */
 } k3_wmat;
+
+/* Scalar element i of an f32 / f16 / bf16 array (weights, affine scales and biases). */
+static inline float k3_wmat_elt(k3_wfmt fmt, const uint8_t *p, int64_t i) {
+    uint16_t h;
+    float f;
+    switch (fmt) {
+    case K3_W_F32:
+        memcpy(&f, p + 4 * i, 4);
+        return f;
+    case K3_W_F16:
+        memcpy(&h, p + 2 * i, 2);
+        return k3_f16_to_f32(h);
+    default:
+        memcpy(&h, p + 2 * i, 2);
+        return k3_bf16_to_f32(h);
+    }
+}
 
 /* Name of a format, for messages ("bf16", "mxfp4", "affine4/64"...). */
 const char *k3_wfmt_name(k3_wfmt f);
