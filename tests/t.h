@@ -42,7 +42,7 @@ static void t_note(const char *fmt, ...) {
 #define CHECK_NEAR(a, b, tol)                                                                      \
     do {                                                                                           \
         double t_a_ = (a), t_b_ = (b);                                                             \
-        CHECK(fabs(t_a_ - t_b_) <= (tol), "%s = %.9g, %s = %.9g, tol %g", #a, t_a_, #b, t_b_,       \
+        CHECK(fabs(t_a_ - t_b_) <= (tol), "%s = %.9g, %s = %.9g, tol %g", #a, t_a_, #b, t_b_,      \
               (double)(tol));                                                                      \
     } while (0)
 
@@ -74,7 +74,9 @@ static inline const char *t_fixtures(void) {
 
 /* Deterministic random numbers for tests (xorshift64*), uniform in [-1, 1). */
 static unsigned long long t_rng_state = 0x9E3779B97F4A7C15ull;
-static inline void t_seed(unsigned long long s) { t_rng_state = s ? s : 1; }
+static inline void t_seed(unsigned long long s) {
+    t_rng_state = s ? s : 1;
+}
 static inline double t_rand(void) {
     t_rng_state ^= t_rng_state >> 12;
     t_rng_state ^= t_rng_state << 25;

@@ -44,9 +44,16 @@ TEST(mxfp4_table_and_scales) {
 
 TEST(mxfp4_row_low_nibble_first) {
     uint8_t packed[16] = {0}, scale[1] = {128}; /* scale 2 */
-    packed[0] = 0x72;                            /* col0 code 2 (1.0), col1 code 7 (6.0) */
-    k3_wmat W = {.fmt = K3_W_MXFP4, .rows = 1, .cols = 32, .data = packed, .row_stride = 16,
-                 .scales = scale, .scale_stride = 1, .bits = 4, .group = 32};
+    packed[0] = 0x72;                           /* col0 code 2 (1.0), col1 code 7 (6.0) */
+    k3_wmat W = {.fmt = K3_W_MXFP4,
+                 .rows = 1,
+                 .cols = 32,
+                 .data = packed,
+                 .row_stride = 16,
+                 .scales = scale,
+                 .scale_stride = 1,
+                 .bits = 4,
+                 .group = 32};
     float out[32];
     k3_wmat_row(&W, 0, 0, 32, out);
     CHECK(out[0] == 2.0f && out[1] == 12.0f && out[2] == 0.0f, "%g %g %g", out[0], out[1], out[2]);

@@ -28,9 +28,13 @@ int k3_preferr(const char *fmt, ...) {
     return -1;
 }
 
-const char *k3_errmsg(void) { return err_buf; }
+const char *k3_errmsg(void) {
+    return err_buf;
+}
 
-void k3_clearerr(void) { err_buf[0] = 0; }
+void k3_clearerr(void) {
+    err_buf[0] = 0;
+}
 
 void k3_die(const char *fmt, ...) {
     va_list ap;

@@ -20,9 +20,13 @@ void *k3_alloc(size_t bytes) {
     return p;
 }
 
-void k3_free(void *p) { free(p); }
+void k3_free(void *p) {
+    free(p);
+}
 
-static void oom(size_t n) { k3_die("out of memory (%zu bytes)", n); }
+static void oom(size_t n) {
+    k3_die("out of memory (%zu bytes)", n);
+}
 
 void *k3_xmalloc(size_t n) {
     void *p = malloc(n ? n : 1);
@@ -91,8 +95,12 @@ static uint64_t status_kb(const char *key) {
     return kb * 1024;
 }
 
-uint64_t k3_peak_rss(void) { return status_kb("VmHWM:"); }
-uint64_t k3_current_rss(void) { return status_kb("VmRSS:"); }
+uint64_t k3_peak_rss(void) {
+    return status_kb("VmHWM:");
+}
+uint64_t k3_current_rss(void) {
+    return status_kb("VmRSS:");
+}
 
 double k3_now(void) {
     struct timespec ts;
