@@ -18,7 +18,7 @@ build() { # name, sources...
     shift
     if clang -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Wno-unused-parameter -Werror -Iinclude -Isrc $JC \
         -fsanitize=fuzzer,address,undefined \
-        "fuzz/$n.c" "$@" src/base/err.c src/base/mem.c $JL -lm -o "$B/fuzz/$n" \
+        "fuzz/$n.c" "$@" src/base/*.c $JL -lm -o "$B/fuzz/$n" \
         >"$B/fuzz/$n.build.log" 2>&1; then
         echo "PASS ${n}_build"
         return 0

@@ -19,7 +19,7 @@ OBJ=$B/fuzz/text-obj
 FLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -Iinclude -Isrc $PC"
 compile_lib() {
     rm -rf "$OBJ" && mkdir -p "$OBJ"
-    printf '%s\n' src/text/*.c src/base/err.c src/base/mem.c |
+    printf '%s\n' src/text/*.c src/base/*.c |
         xargs -P2 -I{} sh -c 'clang '"$FLAGS"' -fsanitize=fuzzer-no-link,address,undefined -c "{}" \
             -o "'"$OBJ"'/$(echo "{}" | tr / _).o"' >"$B/fuzz/text-obj.build.log" 2>&1
 }

@@ -14,7 +14,7 @@ fi
 mkdir -p "$B/fuzz"
 if ! clang -std=c11 -D_GNU_SOURCE -g -O1 -Iinclude -Isrc $(pkg-config --cflags jansson) \
     -fsanitize=fuzzer,address,undefined fuzz/fuzz_http_request.c src/serve/request.c \
-    src/base/err.c src/base/mem.c $(pkg-config --libs jansson) -lm \
+    src/base/*.c $(pkg-config --libs jansson) -lm \
     -o "$B/fuzz/fuzz_http_request" >"$B/fuzz_http_request.build.log" 2>&1; then
     tail -20 "$B/fuzz_http_request.build.log"
     echo "FAIL serve_fuzz_build"

@@ -16,7 +16,7 @@ build() { # name, sources...
     local n=$1
     shift
     if clang -std=c11 -D_GNU_SOURCE -g -O1 -Iinclude -Isrc $JC -fsanitize=fuzzer,address,undefined \
-        "fuzz/$n.c" "$@" src/base/err.c src/base/mem.c $JL -lm -o "$B/fuzz/$n" \
+        "fuzz/$n.c" "$@" src/base/*.c $JL -lm -o "$B/fuzz/$n" \
         >"$B/fuzz/$n.build.log" 2>&1; then
         echo "PASS ${n}_build"
         return 0

@@ -16,7 +16,7 @@ if ! command -v clang >/dev/null; then
 fi
 mkdir -p "$B" "$SEEDS"
 SRC="fuzz/fuzz_tokenizer.c src/text/bpe.c src/text/pretok.c src/text/tok_load.c src/text/tokenizer.c
-     src/text/utf8.c src/text/detok.c src/base/err.c src/base/mem.c"
+     src/text/utf8.c src/text/detok.c src/base/*.c"
 need=0
 [ -x "$BIN" ] || need=1
 for f in $SRC src/text/*.h tests/tok/learn_bpe.h; do [ "$f" -nt "$BIN" ] && need=1; done
