@@ -210,7 +210,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             c->drained += *upload_size;
             if (c->drained > DRAIN_MAX) return MHD_NO;
         } else {
-            serve_buf_put(&c->body, upload_data, *upload_size);
+            k3_buf_put(&c->body, upload_data, *upload_size);
         }
         *upload_size = 0;
         return MHD_YES;
@@ -270,7 +270,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         log_request(c);
     }
     __atomic_sub_fetch(&c->srv->inflight, 1, __ATOMIC_SEQ_CST);
-    serve_buf_free(&c->body);
+    k3_buf_free(&c->body);
     free(c);
     *con_cls = NULL;
 }

@@ -71,23 +71,23 @@ static enum MHD_Result reply_stream(serve_conn *c) {
 
 /* Non-streaming: collect the body the worker produces at the end. */
 static enum MHD_Result reply_whole(serve_conn *c) {
-    serve_buf all = {0};
+    k3_buf all = {0};
     for (;;) {
         char *b;
         size_t n;
         int fin = serve_job_take(c->job, POLL_S, &b, &n);
-        if (n) serve_buf_put(&all, b, n);
+        if (n) k3_buf_put(&all, b, n);
         free(b);
         if (fin) break;
         if (serve_client_gone(c->conn)) {
             serve_job_cancel(c->job);
-            serve_buf_free(&all);
+            k3_buf_free(&all);
             c->status = 499; /* nginx's "client closed request", for the log */
             return MHD_NO;
         }
     }
-    serve_buf_put(&all, "", 1); /* NUL-terminate */
-    return serve_reply_json(c, c->job->status, all.p);
+    k3_buf_put(&all, "", 1); /* NUL-terminate */
+    return serve_reply_json(c, c->job->status, all.s);
 }
 
 static enum MHD_Result unavailable(serve_conn *c) {
@@ -100,7 +100,7 @@ static enum MHD_Result unavailable(serve_conn *c) {
 static serve_job *make_job(serve_conn *c, serve_kind kind, serve_err *e) {
     serve_server *srv = c->srv;
     serve_req q;
-    if (serve_req_parse(c->body.p ? c->body.p : "", c->body.n, kind, &srv->lim, &q, e)) return NULL;
+    if (serve_req_parse(c->body.s ? c->body.s : "", c->body.n, kind, &srv->lim, &q, e)) return NULL;
     serve_job *j = serve_job_new();
     j->req = q;
     if (serve_engine_prompt(srv->eng, &j->req, &j->prompt, &j->n_prompt, e) ||

@@ -28,7 +28,7 @@ typedef struct {
     struct MHD_Connection *conn;
     char method[16];
     char path[128];
-    serve_buf body;
+    k3_buf body;
     int too_big;
     size_t drained; /* bytes dropped after the body passed the limit */
     int status;     /* HTTP status sent, for the log line */

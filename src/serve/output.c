@@ -11,29 +11,6 @@
 #include "text/channels.h"
 #include "text/tokenizer.h"
 
-void serve_buf_put(serve_buf *b, const char *s, size_t n) {
-    if (b->n + n + 1 > b->cap) {
-        size_t c = b->cap ? b->cap : 256;
-        while (c < b->n + n + 1) c *= 2;
-        b->p = k3_xrealloc(b->p, c);
-        b->cap = c;
-    }
-    if (n) memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-
-void serve_buf_puts_free(serve_buf *b, char *s) {
-    if (!s) return;
-    serve_buf_put(b, s, strlen(s));
-    free(s);
-}
-
-void serve_buf_free(serve_buf *b) {
-    free(b->p);
-    memset(b, 0, sizeof *b);
-}
-
 /* Where the generation starts: inside think if the prompt opened it
  * (decided on the prompt text, as the channel parser defines it). */
 static k3_chan_state initial_state(const serve_engine *e, const int32_t *prompt, int64_t n) {
@@ -72,21 +49,21 @@ int serve_output_init(serve_output *o, const serve_engine *e, const serve_req *q
 void serve_output_free(serve_output *o) {
     if (o->detok) k3_detok_free(o->detok);
     if (o->channels) k3_chan_free(o->channels);
-    serve_buf_free(&o->pending);
+    k3_buf_free(&o->pending);
     if (o->resp.tool_calls) serve_resp_free(&o->resp);
     memset(o, 0, sizeof *o);
 }
 
 /* Serialize a piece of output; the chunk is sent only when streaming (the
  * response object accumulates it either way). */
-static void put_chunk(serve_output *o, char *chunk, serve_buf *out) {
+static void put_chunk(serve_output *o, char *chunk, k3_buf *out) {
     if (o->stream)
-        serve_buf_puts_free(out, chunk);
+        k3_buf_puts_free(out, chunk);
     else
         free(chunk);
 }
 
-static void on_events(serve_output *o, const k3_chan_event *ev, size_t n, serve_buf *out) {
+static void on_events(serve_output *o, const k3_chan_event *ev, size_t n, k3_buf *out) {
     for (size_t i = 0; i < n; i++) {
         const k3_chan_event *e = &ev[i];
         if (e->kind == K3_EV_REASONING && e->len)
@@ -101,7 +78,7 @@ static void on_events(serve_output *o, const k3_chan_event *ev, size_t n, serve_
 }
 
 /* Text past the stop filter: completions send it as is, chat parses it. */
-static void feed(serve_output *o, const char *text, size_t len, serve_buf *out) {
+static void feed(serve_output *o, const char *text, size_t len, k3_buf *out) {
     if (!len) return;
     if (!o->channels) {
         put_chunk(o, serve_resp_text(&o->resp, "content", text, len), out);
@@ -120,13 +97,13 @@ static size_t utf8_floor(const char *s, size_t n) {
 
 /* Append text to the pending buffer; release what can no longer be part
  * of a stop string. Returns 1 when a stop string matched. */
-static int stop_filter(serve_output *o, const char *text, size_t len, serve_buf *out) {
+static int stop_filter(serve_output *o, const char *text, size_t len, k3_buf *out) {
     if (!o->n_stop) {
         feed(o, text, len, out);
         return 0;
     }
-    serve_buf_put(&o->pending, text, len);
-    const char *p = o->pending.p;
+    k3_buf_put(&o->pending, text, len);
+    const char *p = o->pending.s;
     size_t n = o->pending.n, first = n;
     for (int i = 0; i < o->n_stop; i++) {
         const char *m = memmem(p, n, o->stop[i], strlen(o->stop[i]));
@@ -141,17 +118,17 @@ static int stop_filter(serve_output *o, const char *text, size_t len, serve_buf 
     size_t keep = o->stop_hold < n ? o->stop_hold : n;
     size_t emit = keep < n ? utf8_floor(p, n - keep) : 0;
     feed(o, p, emit, out);
-    memmove(o->pending.p, p + emit, n - emit);
+    memmove(o->pending.s, p + emit, n - emit);
     o->pending.n = n - emit;
     return 0;
 }
 
-void serve_output_begin(serve_output *o, serve_buf *out) {
+void serve_output_begin(serve_output *o, k3_buf *out) {
     if (o->stream && o->resp.kind == SERVE_CHAT)
-        serve_buf_puts_free(out, serve_resp_role_chunk(&o->resp));
+        k3_buf_puts_free(out, serve_resp_role_chunk(&o->resp));
 }
 
-int serve_output_token(serve_output *o, int32_t id, serve_buf *out) {
+int serve_output_token(serve_output *o, int32_t id, k3_buf *out) {
     if (o->stopped) return 1;
     size_t len = 0;
     const char *t = k3_detok_push(o->detok, id, &len);
@@ -159,12 +136,12 @@ int serve_output_token(serve_output *o, int32_t id, serve_buf *out) {
 }
 
 const char *serve_output_end(serve_output *o, const char *finish_reason, const serve_usage *u,
-                             serve_buf *out) {
+                             k3_buf *out) {
     if (!o->stopped) {
         size_t len = 0;
         const char *t = k3_detok_flush(o->detok, &len);
         if (len) stop_filter(o, t, len, out);
-        if (!o->stopped) feed(o, o->pending.p, o->pending.n, out);
+        if (!o->stopped) feed(o, o->pending.s, o->pending.n, out);
         o->pending.n = 0;
     }
     if (o->channels) {
@@ -175,12 +152,12 @@ const char *serve_output_end(serve_output *o, const char *finish_reason, const s
     const char *fin = finish_reason;
     if (!strcmp(fin, "stop") && o->n_tool_calls) fin = "tool_calls";
     if (o->stream) {
-        serve_buf_puts_free(out, serve_resp_finish_chunk(&o->resp, fin));
-        if (o->include_usage) serve_buf_puts_free(out, serve_resp_usage_chunk(&o->resp, u));
+        k3_buf_puts_free(out, serve_resp_finish_chunk(&o->resp, fin));
+        if (o->include_usage) k3_buf_puts_free(out, serve_resp_usage_chunk(&o->resp, u));
         static const char done[] = "data: [DONE]\n\n";
-        serve_buf_put(out, done, sizeof done - 1);
+        k3_buf_put(out, done, sizeof done - 1);
     } else {
-        serve_buf_puts_free(out, serve_resp_full(&o->resp, fin, u));
+        k3_buf_puts_free(out, serve_resp_full(&o->resp, fin, u));
     }
     return fin;
 }

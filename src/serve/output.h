@@ -18,17 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/buf.h"
 #include "serve/openai.h"
 #include "serve/request.h"
-
-/* A growable byte buffer for response bytes. */
-typedef struct {
-    char *p;
-    size_t n, cap;
-} serve_buf;
-void serve_buf_put(serve_buf *b, const char *s, size_t n);
-void serve_buf_puts_free(serve_buf *b, char *s); /* append and free(s) */
-void serve_buf_free(serve_buf *b);
 
 struct serve_engine;
 struct k3_detok;
@@ -42,9 +34,9 @@ typedef struct {
     int stream, include_usage;
     const char *const *stop; /* stop strings (borrowed from the request) */
     int n_stop;
-    size_t stop_hold;  /* longest stop string - 1: bytes held back */
-    serve_buf pending; /* decoded text not yet past the stop filter */
-    int stopped;       /* a stop string matched: nothing more is emitted */
+    size_t stop_hold; /* longest stop string - 1: bytes held back */
+    k3_buf pending;   /* decoded text not yet past the stop filter */
+    int stopped;      /* a stop string matched: nothing more is emitted */
     int n_tool_calls;
 } serve_output;
 
@@ -56,16 +48,16 @@ int serve_output_init(serve_output *o, const struct serve_engine *e, const serve
 void serve_output_free(serve_output *o);
 
 /* The stream's first chunk (chat: delta.role), appended to out. */
-void serve_output_begin(serve_output *o, serve_buf *out);
+void serve_output_begin(serve_output *o, k3_buf *out);
 /* Feed one generated id (not a stop id). Appends SSE chunks to out when
  * streaming. Returns 1 when a stop string matched (generation must end). */
-int serve_output_token(serve_output *o, int32_t id, serve_buf *out);
+int serve_output_token(serve_output *o, int32_t id, k3_buf *out);
 /* End: flush held text (finish "length" keeps partial markers as text; a
  * stop discards them, chat.md §3.3), parse a pending tools section, then
  * append the final chunk(s) + [DONE], or the whole non-streaming body.
  * finish_reason "stop" becomes "tool_calls" when a tool call was returned.
  * Returns the finish reason actually reported. */
 const char *serve_output_end(serve_output *o, const char *finish_reason, const serve_usage *u,
-                             serve_buf *out);
+                             k3_buf *out);
 
 #endif

@@ -86,7 +86,7 @@ static int job_cancelled(serve_job *j) {
 }
 
 /* Move bytes produced by the worker to the connection's queue. */
-static void job_emit(serve_job *j, serve_buf *b, int done) {
+static void job_emit(serve_job *j, k3_buf *b, int done) {
     pthread_mutex_lock(&j->mu);
     if (b->n) {
         if (j->out_len + b->n > j->out_cap) {
@@ -95,7 +95,7 @@ static void job_emit(serve_job *j, serve_buf *b, int done) {
             j->out = k3_xrealloc(j->out, c);
             j->out_cap = c;
         }
-        memcpy(j->out + j->out_len, b->p, b->n);
+        memcpy(j->out + j->out_len, b->s, b->n);
         j->out_len += b->n;
     }
     if (done) j->done = 1;
@@ -135,7 +135,7 @@ static void stats_add(serve_sched *s, uint64_t *field, uint64_t v) {
 }
 
 /* Release the worker's hold on a job: free its model state, publish results. */
-static void job_finish(serve_sched *s, serve_job *j, const char *finish, serve_buf *b) {
+static void job_finish(serve_sched *s, serve_job *j, const char *finish, k3_buf *b) {
     j->usage.completion_tokens = (int)j->n_gen;
     if (j->output_ready)
         j->finish_reason = serve_output_end(&j->output, finish, &j->usage, b);
@@ -161,7 +161,7 @@ static void job_finish(serve_sched *s, serve_job *j, const char *finish, serve_b
 
 /* Engine failure mid-request: a 500 for non-streamed requests; a stream
  * gets an SSE error event (what OpenAI sends) and [DONE]. */
-static void job_fail(serve_sched *s, serve_job *j, serve_buf *b) {
+static void job_fail(serve_sched *s, serve_job *j, k3_buf *b) {
     snprintf(j->error, sizeof j->error, "%s", k3_errmsg());
     fprintf(stderr, "k3 serve: generation failed: %s\n", j->error);
     serve_err e;
@@ -169,12 +169,12 @@ static void job_fail(serve_sched *s, serve_job *j, serve_buf *b) {
     j->output_ready = 0; /* the error replaces the rest of the response */
     if (!j->req.stream) {
         j->status = 500;
-        serve_buf_puts_free(b, serve_err_json(&e));
+        k3_buf_puts_free(b, serve_err_json(&e));
     } else {
-        serve_buf_put(b, "data: ", 6);
-        serve_buf_puts_free(b, serve_err_json(&e));
+        k3_buf_put(b, "data: ", 6);
+        k3_buf_puts_free(b, serve_err_json(&e));
         static const char tail[] = "\n\ndata: [DONE]\n\n";
-        serve_buf_put(b, tail, sizeof tail - 1);
+        k3_buf_put(b, tail, sizeof tail - 1);
     }
     job_finish(s, j, "error", b);
 }
@@ -192,7 +192,7 @@ static k3_sampler *make_sampler(const serve_req *q, int vocab) {
 
 /* First step of a job: sequence (from the prompt cache when possible),
  * sampler, output pipeline, the stream's role chunk. */
-static int job_start(serve_sched *s, serve_job *j, serve_buf *b) {
+static int job_start(serve_sched *s, serve_job *j, k3_buf *b) {
     int64_t matched = 0;
     j->seq = serve_pcache_lookup(s->cache, j->prompt, j->n_prompt, &matched);
     if (matched < 0) return -1;
@@ -246,7 +246,7 @@ static int32_t next_token(serve_sched *s, serve_job *j) {
 }
 
 /* One decoded token. Returns 1 when the job is finished (and released). */
-static int decode_step(serve_sched *s, serve_job *j, serve_buf *b) {
+static int decode_step(serve_sched *s, serve_job *j, k3_buf *b) {
     int32_t id = next_token(s, j);
     if (j->n_gen == 0) j->t_first_token = k3_now();
     /* generated ids are kept for the end-of-turn snapshot */
@@ -281,7 +281,7 @@ static int decode_step(serve_sched *s, serve_job *j, serve_buf *b) {
 }
 
 /* One round for one job. Returns 1 when the job left the active set. */
-static int job_step(serve_sched *s, serve_job *j, serve_buf *b) {
+static int job_step(serve_sched *s, serve_job *j, k3_buf *b) {
     if (job_cancelled(j)) {
         /* a stream just ends; a waiting non-stream client (shutdown) gets a 503 */
         j->output_ready = 0;
@@ -290,7 +290,7 @@ static int job_step(serve_sched *s, serve_job *j, serve_buf *b) {
             serve_err_set(&e, 503, "server_error", NULL, "cancelled",
                           "The request was cancelled (the server is shutting down).");
             j->status = 503;
-            serve_buf_puts_free(b, serve_err_json(&e));
+            k3_buf_puts_free(b, serve_err_json(&e));
         }
         job_finish(s, j, "cancelled", b);
         return 1;
@@ -338,7 +338,7 @@ static int admit(serve_sched *s, int *stopping) {
 
 /* Finish every cancelled job at once (not at its turn: a round can take a
  * while when many prompts are being prefilled); its slot becomes NULL. */
-static void retire_cancelled(serve_sched *s, serve_buf *b) {
+static void retire_cancelled(serve_sched *s, k3_buf *b) {
     for (int i = 0; i < s->n_active; i++) {
         serve_job *j = s->active[i];
         if (j && job_cancelled(j)) {
@@ -351,7 +351,7 @@ static void retire_cancelled(serve_sched *s, serve_buf *b) {
 
 static void *worker_main(void *arg) {
     serve_sched *s = arg;
-    serve_buf b = {0};
+    k3_buf b = {0};
     int stopping = 0;
     while (admit(s, &stopping)) {
         for (int i = 0; i < s->n_active; i++) {
@@ -366,7 +366,7 @@ static void *worker_main(void *arg) {
             if (s->active[i]) s->active[kept++] = s->active[i];
         s->n_active = kept;
     }
-    serve_buf_free(&b);
+    k3_buf_free(&b);
     return NULL;
 }
 

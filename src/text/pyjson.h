@@ -5,7 +5,6 @@
  * renderer parses string tool arguments with Python's JSONDecoder(strict=
  * False) one level deep, keeping source slices. Jansson's own dumper differs
  * (float precision, separators), so this file provides:
- *   - a growable byte buffer (k3_buf),
  *   - k3_pyjson_dump: json.dumps(v, ensure_ascii=False) with either the
  *     compact-sorted style (separators (",", ":"), keys sorted recursively)
  *     or the default style (", " / ": ", keys in insertion order),
@@ -16,16 +15,9 @@
 #define K3_TEXT_PYJSON_H
 
 #include <jansson.h>
-#include <stddef.h>
 
-typedef struct {
-    char *s; /* NUL-terminated after every append; NULL while empty */
-    size_t n, cap;
-} k3_buf;
-void k3_buf_put(k3_buf *b, const char *s, size_t n);
-void k3_buf_puts(k3_buf *b, const char *s);
-void k3_buf_putc(k3_buf *b, char c);
-void k3_buf_free(k3_buf *b);
+#include "base/buf.h"
+#include <stddef.h>
 
 typedef enum {
     K3_PYJSON_DEFAULT,       /* json.dumps(v, ensure_ascii=False) */
