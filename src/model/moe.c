@@ -24,7 +24,7 @@ void k3_mlp_partial(const k3_model *m, const k3_mlp_w *w, const float *x, int64_
     k3_matmul(&w->gate, x, T, g);
     k3_matmul(&w->up, x, T, u);
     float beta = (float)m->c->situ_beta, lbeta = (float)m->c->situ_linear_beta;
-    for (int64_t i = 0; i < T * I; i++) u[i] = k3_situ(u[i], g[i], beta, lbeta);
+    k3_situ_vec(u, g, T * I, beta, lbeta);
     k3_rowpar_matmul(m, &w->down, u, T, out); /* canonical block order (rowpar.h) */
     free(g);
     free(u);
@@ -110,7 +110,7 @@ static void run_expert(const k3_model *m, const k3_moe_w *w, int e, int b, int64
     k3_matmul(&eg, xe, n, g);
     k3_matmul(&eu, xe, n, u);
     float beta = (float)m->c->situ_beta, lbeta = (float)m->c->situ_linear_beta;
-    for (int64_t i = 0; i < n * ml; i++) u[i] = k3_situ(u[i], g[i], beta, lbeta);
+    k3_situ_vec(u, g, n * ml, beta, lbeta);
     k3_matmul(&ed, u, n, d);
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < X; j++) y[tok[i] * X + j] += (double)wt[i] * d[i * X + j];

@@ -4,6 +4,10 @@
 
 #include <stdlib.h>
 
+void k3_situ_vec(float *u, const float *g, int64_t n, float beta, float lbeta) {
+    for (int64_t i = 0; i < n; i++) u[i] = k3_situ(u[i], g[i], beta, lbeta);
+}
+
 void k3_rmsnorm(const float *x, int64_t n, const float *w, double eps, float *out) {
     double ss = 0;
     for (int64_t i = 0; i < n; i++) ss += (double)x[i] * x[i];

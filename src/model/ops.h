@@ -31,6 +31,9 @@ static inline float k3_situ(float up, float gate, float beta, float lbeta) {
     return act * up;
 }
 
+/* u[i] <- k3_situ(u[i], g[i], beta, lbeta) for i < n: the MLP/expert activation in place. */
+void k3_situ_vec(float *u, const float *g, int64_t n, float beta, float lbeta);
+
 /* out[i] = x[i] / sqrt(mean(x^2) + eps) * (w ? w[i] : 1); out may alias x. */
 void k3_rmsnorm(const float *x, int64_t n, const float *w, double eps, float *out);
 /* Row-wise RMSNorm of a [T, n] matrix. */
