@@ -8,6 +8,7 @@
 #include "kernels/avx2.h"
 #include "kernels/avx512.h"
 #include "kernels/cpu.h"
+#include "kernels/matvec_i8.h"
 
 static int use_avx2(const k3_wmat *W) {
     return k3_kernels_active() != K3_KERNELS_REF && k3_avx2_supports(W);
@@ -15,7 +16,9 @@ static int use_avx2(const k3_wmat *W) {
 
 /* Decode product: AVX-512 where it exists for the format, else AVX2. */
 static void matvec_fast(const k3_wmat *W, const float *x, float *y) {
-    if (k3_kernels_active() == K3_KERNELS_AVX512 && k3_avx512_supports(W))
+    if (k3_act_int8() && k3_i8_supports(W)) /* opt-in, lossy: matvec_i8.h */
+        k3_matvec_i8(W, x, y);
+    else if (k3_kernels_active() == K3_KERNELS_AVX512 && k3_avx512_supports(W))
         k3_matvec_avx512(W, x, y);
     else
         k3_matvec_avx2(W, x, y);
