@@ -5,47 +5,21 @@
 #   $K3_BUILD/fuzz/fuzz_channels -max_total_time=600 DIR
 set -u
 cd "$(dirname "$0")/../.."
-B=${K3_BUILD:-build}
-if ! command -v clang >/dev/null; then
-    echo "fuzz_text: clang not installed, skipped"
-    exit 0
-fi
-mkdir -p "$B/fuzz"
-PC=$(pkg-config --cflags jansson libpcre2-8)
-PL=$(pkg-config --libs jansson libpcre2-8)
-# The library sources are compiled once (instrumented, without libFuzzer's
-# main) and linked into every target.
+FUZZ_PKGS="jansson libpcre2-8"
+. tests/sh/lib/fuzz.bash
+fuzz_need_clang fuzz_text
+# The text layer is compiled once (instrumented, without libFuzzer's main) and
+# linked into every target.
 OBJ=$B/fuzz/text-obj
-FLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -Iinclude -Isrc $PC"
-compile_lib() {
-    rm -rf "$OBJ" && mkdir -p "$OBJ"
-    printf '%s\n' src/text/*.c src/base/*.c |
-        xargs -P2 -I{} sh -c 'clang '"$FLAGS"' -fsanitize=fuzzer-no-link,address,undefined -c "{}" \
-            -o "'"$OBJ"'/$(echo "{}" | tr / _).o"' >"$B/fuzz/text-obj.build.log" 2>&1
-}
-build() { # name
-    local n=$1
-    if [ "$LIB_OK" = 1 ] && clang $FLAGS -fsanitize=fuzzer,address,undefined "fuzz/$n.c" "$OBJ"/*.o \
-        $PL -lm -lpthread -o "$B/fuzz/$n" >"$B/fuzz/$n.build.log" 2>&1; then
-        echo "PASS ${n}_build"
-        return 0
-    fi
-    tail -20 "$B/fuzz/text-obj.build.log" "$B/fuzz/$n.build.log" 2>/dev/null
-    echo "FAIL ${n}_build"
-    return 1
-}
-LIB_OK=0
-compile_lib && LIB_OK=1
-run() { # name, seed dir
-    local out
-    out=$("$B/fuzz/$1" -max_total_time=4 -print_final_stats=1 -rss_limit_mb=1024 -max_len=4096 "$2" 2>&1)
-    if [ $? -eq 0 ]; then
-        echo "PASS ${1}_run ($(grep -o 'stat::number_of_executed_units: [0-9]*' <<<"$out" | cut -d' ' -f2) runs)"
-    else
-        echo "FAIL ${1}_run"
-        tail -30 <<<"$out" | sed 's/^/  /'
-    fi
-}
+rm -rf "$OBJ" && mkdir -p "$OBJ"
+FLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -Iinclude -Isrc $(pkg-config --cflags $FUZZ_PKGS)"
+if ! printf '%s\n' src/text/*.c |
+    xargs -P2 -I{} sh -c 'clang '"$FLAGS"' -fsanitize=fuzzer-no-link,address,undefined -c "{}" \
+        -o "'"$OBJ"'/$(echo "{}" | tr / _).o"' >"$B/fuzz/text-obj.build.log" 2>&1; then
+    tail -20 "$B/fuzz/text-obj.build.log"
+    echo "FAIL fuzz_text_lib_build"
+    exit 1
+fi
 seeds=$(mktemp -d)
 trap 'rm -rf "$seeds"' EXIT
 mkdir -p "$seeds"/{req,xtml,chan,tool}
@@ -58,7 +32,6 @@ printf 'get_weather\n{"city": "Paris", "n": 1e2, "o": {"u":"c"}}' >"$seeds/xtml/
 printf 'a&b"c\n{"a": 1' >"$seeds/xtml/2"
 printf '%s' "1reason${C}think${S}${O}response${S}answer <| x${C}response${S}${O}tools${S}${CALL}${JCALL}${C}tools${S}${C}message${S}" >"$seeds/chan/1"
 printf '%s' "${CALL}${O}call index=\"2\"${S}${C}call${S}${JCALL}${O}call tool=\"t\"${S}${O}argument key=\"x\" type=\"num" >"$seeds/tool/1"
-build fuzz_chat_request && run fuzz_chat_request "$seeds/req"
-build fuzz_xtml && run fuzz_xtml "$seeds/xtml"
-build fuzz_channels && run fuzz_channels "$seeds/chan"
-build fuzz_toolcall && run fuzz_toolcall "$seeds/tool"
+for t in chat_request:req xtml:xtml channels:chan toolcall:tool; do
+    fuzz_build "fuzz_${t%%:*}" "$OBJ"/*.o && fuzz_run "fuzz_${t%%:*}" "$seeds/${t#*:}" -- -max_total_time=4 -max_len=4096
+done

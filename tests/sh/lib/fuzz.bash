@@ -1,0 +1,59 @@
+# fuzz.bash — what the fuzz test scripts (tests/sh/*fuzz*.sh) share: building a
+# libFuzzer target from the sources it exercises, and running it briefly.
+#
+#   . tests/sh/lib/fuzz.bash        (after cd to the repo root)
+#   fuzz_need_clang NAME            exits the script (no check) when clang is missing
+#   FUZZ_PKGS="jansson libpcre2-8"  pkg-config packages to compile and link with
+#   fuzz_build NAME SOURCES...      fuzz/NAME.c + SOURCES + src/base/*.c -> $B/fuzz/NAME;
+#                                   prints PASS/FAIL NAME_build
+#   fuzz_run NAME DIR... [-- ARGS]  runs it on the seed dirs (default 5 s); PASS/FAIL NAME_run
+#
+# Targets are built from just the sources they exercise (not the whole library),
+# so a library file clang cannot compile does not block an unrelated target.
+B=${K3_BUILD:-build}
+FUZZ_PKGS=${FUZZ_PKGS:-jansson}
+mkdir -p "$B/fuzz"
+
+fuzz_need_clang() {
+    if ! command -v clang >/dev/null; then
+        echo "$1: clang not installed, skipped"
+        exit 0
+    fi
+}
+
+fuzz_build() { # name, sources...
+    local n=$1
+    shift
+    # shellcheck disable=SC2046
+    if clang -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Wno-unused-parameter -Iinclude -Isrc \
+        $(pkg-config --cflags $FUZZ_PKGS) -fsanitize=fuzzer,address,undefined \
+        "fuzz/$n.c" "$@" src/base/*.c $(pkg-config --libs $FUZZ_PKGS) -lm -lpthread \
+        -o "$B/fuzz/$n" >"$B/fuzz/$n.build.log" 2>&1; then
+        echo "PASS ${n}_build"
+        return 0
+    fi
+    tail -20 "$B/fuzz/$n.build.log"
+    echo "FAIL ${n}_build"
+    return 1
+}
+
+fuzz_run() { # name, seed dirs... [-- libFuzzer args]
+    local n=$1 dirs=() args=()
+    shift
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do
+        dirs+=("$1")
+        shift
+    done
+    [ "${1:-}" = -- ] && shift
+    args=("$@")
+    [ ${#args[@]} -eq 0 ] && args=(-max_total_time=5)
+    local log="$B/fuzz/$n.run.log"
+    if "$B/fuzz/$n" "${args[@]}" -print_final_stats=1 -rss_limit_mb=1024 -timeout=10 "${dirs[@]}" \
+        >"$log" 2>&1; then
+        echo "PASS ${n}_run ($(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | cut -d' ' -f2) runs)"
+    else
+        echo "FAIL ${n}_run"
+        grep -E 'ERROR|SUMMARY|#[0-9] ' "$log" | head -12 | sed 's/^/  /'
+        tail -5 "$log" | sed 's/^/  /'
+    fi
+}
