@@ -9,7 +9,17 @@
 
 #include <stddef.h>
 
-enum { K3_SCRATCH_PANEL = 0, K3_SCRATCH_XSUM, K3_SCRATCH_XPERM, K3_SCRATCH_ROWSC, K3_SCRATCH_N };
+enum {
+    K3_SCRATCH_PANEL = 0,
+    K3_SCRATCH_XSUM,
+    K3_SCRATCH_XPERM,
+    K3_SCRATCH_ROWSC,
+    K3_SCRATCH_I8_Q,
+    K3_SCRATCH_I8_X,
+    K3_SCRATCH_I8_D,
+    K3_SCRATCH_I8_ROW,
+    K3_SCRATCH_N
+};
 
 /* A 64-byte aligned buffer of at least `bytes` for this thread in slot `slot`
  * (contents undefined). Dies on out-of-memory (the sizes are tiny). */
