@@ -5,21 +5,37 @@
  * used for long chunks, path B (absorbed: W_UK^T folded into the query, W_UV
  * applied after attending over latents) for decode and short chunks, whichever
  * needs fewer multiply-adds. They are the same function; the test suite checks
- * that they agree (and forces each path in every mode). No RoPE anywhere. */
+ * that they agree (and forces each path in every mode). No RoPE anywhere.
+ *
+ * Both paths end in the same inner loop, k3_mla_attend (scores, softmax,
+ * weighted sum for one query), vectorized with f32 FMA lanes, the scalar
+ * double reference under K3_KERNELS=ref. The (head, query) pairs are split
+ * over threads in contiguous ranges of equal causal cost; each pair is
+ * computed by the same instructions whatever the split, so threaded output is
+ * bitwise that of one thread. Temporaries live in the model's workspace. */
 #include "base/err.h"
 #include "base/mem.h"
+#include "kernels/cpu.h"
 #include "kernels/matmul.h"
 #include "model/model.h"
 #include "model/ops.h"
 #include "model/rowpar.h"
 
+#include <immintrin.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define MLA_AVX2 __attribute__((target("avx2,fma")))
+
+static int use_ref(void) {
+    return k3_kernels_active() == K3_KERNELS_REF || !k3_cpu_has_avx2();
+}
 
 static int cache_grow(k3_layer_cache *c, int64_t need, int r, int rope) {
     if (need <= c->cap) return 0;
     int64_t cap = c->cap ? c->cap : 64;
-    while (cap < need) cap *= 2;
+    while (cap < need) cap *= 2; /* geometric: O(log n) reallocations over a sequence */
     float *lat = realloc(c->lat, sizeof(float) * (size_t)(cap * r));
     if (!lat)
         return k3_seterr("out of memory growing the MLA cache to %lld tokens", (long long)cap);
@@ -29,18 +45,23 @@ static int cache_grow(k3_layer_cache *c, int64_t need, int r, int rope) {
         return k3_seterr("out of memory growing the MLA cache to %lld tokens", (long long)cap);
     c->kpe = kpe;
     c->cap = cap;
+    k3_workspace_count_grow();
     return 0;
 }
 
+static float *ws_floats(k3_workspace *ws, int slot, int64_t n) {
+    return k3_grow(&ws->mla[slot], sizeof(float) * (size_t)(n > 0 ? n : 1));
+}
+
 /* Queries [T, nh*(nope+rope)] from the normalized input. */
-static void mla_queries(const k3_model *m, const k3_mla_w *w, const float *x, int64_t T, float *q) {
+static void mla_queries(const k3_model *m, const k3_mla_w *w, const float *x, int64_t T, float *q,
+                        k3_workspace *ws) {
     const k3_config *c = m->c;
     if (c->q_lora_rank) {
-        float *cq = k3_xmalloc(sizeof(float) * (size_t)(T * c->q_lora_rank));
+        float *cq = ws_floats(ws, K3_MLA_CQ, T * c->q_lora_rank);
         k3_matmul(&w->qa, x, T, cq);
         k3_rmsnorm_rows(cq, T, c->q_lora_rank, w->qa_norm, 1e-6, cq);
         k3_matmul(&w->qb, cq, T, q);
-        free(cq);
     } else {
         k3_matmul(&w->q, x, T, q);
     }
@@ -48,109 +69,283 @@ static void mla_queries(const k3_model *m, const k3_mla_w *w, const float *x, in
 
 /* Append normalized latents and k_pe of T tokens to the cache. */
 static int mla_append(const k3_model *m, const k3_mla_w *w, k3_layer_cache *c, const float *x,
-                      int64_t T) {
+                      int64_t T, k3_workspace *ws) {
     int r = m->c->kv_lora_rank, rope = m->c->qk_rope_head_dim;
     if (cache_grow(c, c->n + T, r, rope)) return -1;
-    float *ckv = k3_xmalloc(sizeof(float) * (size_t)(T * (r + rope)));
+    float *ckv = ws_floats(ws, K3_MLA_CKV, T * (r + rope));
     k3_matmul(&w->kva, x, T, ckv);
     for (int64_t t = 0; t < T; t++) {
         k3_rmsnorm(ckv + t * (r + rope), r, w->kva_norm, 1e-6, c->lat + (c->n + t) * r);
         memcpy(c->kpe + (c->n + t) * rope, ckv + t * (r + rope) + r, sizeof(float) * (size_t)rope);
     }
     c->n += T;
-    free(ckv);
     return 0;
 }
 
-/* Y[T, rows] = W_UK-product of X: with the HF layout uk is [nope, r]; MLX stores W_UK^T. */
+/* ---- the attention inner loop ---------------------------------------------- */
+
+static void attend_ref(const k3_attend_args *a, float *p, float *out) {
+    for (int64_t s = 0; s < a->n; s++) {
+        double d = 0, e = 0;
+        for (int i = 0; i < a->dk; i++) d += (double)a->q[i] * a->K[s * a->ldk + i];
+        for (int i = 0; i < a->dp; i++) e += (double)a->qp[i] * a->P[s * a->ldp + i];
+        p[s] = a->scale * ((float)d + (float)e);
+    }
+    k3_softmax(p, a->n);
+    for (int i = 0; i < a->dv; i++) {
+        double acc = 0;
+        for (int64_t s = 0; s < a->n; s++) acc += (double)p[s] * a->V[s * a->ldv + i];
+        out[i] = (float)acc;
+    }
+}
+
+MLA_AVX2 static float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* a . b over n floats: 4 x 8 lanes, then a fixed-order tail. */
+MLA_AVX2 static float dot_avx2(const float *a, const float *b, int n) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    int i = 0;
+    for (; i + 32 <= n; i += 32) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
+        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
+    }
+    for (; i + 8 <= n; i += 8)
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    float s = hsum8(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+    for (; i < n; i++) s = fmaf(a[i], b[i], s);
+    return s;
+}
+
+/* y[0..n) += sum_k w[k] X[k] over 4 rows X[k] = x + k*ld (one load/store of y per 4 rows). */
+MLA_AVX2 static void axpy4_avx2(float *y, const float *w, const float *x, int64_t ld, int n) {
+    __m256 w0 = _mm256_set1_ps(w[0]), w1 = _mm256_set1_ps(w[1]);
+    __m256 w2 = _mm256_set1_ps(w[2]), w3 = _mm256_set1_ps(w[3]);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 t = _mm256_mul_ps(w0, _mm256_loadu_ps(x + i));
+        t = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + ld + i), t);
+        t = _mm256_fmadd_ps(w2, _mm256_loadu_ps(x + 2 * ld + i), t);
+        t = _mm256_fmadd_ps(w3, _mm256_loadu_ps(x + 3 * ld + i), t);
+        _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), t));
+    }
+    for (; i < n; i++) {
+        float t = w[0] * x[i];
+        t = fmaf(w[1], x[ld + i], t);
+        t = fmaf(w[2], x[2 * ld + i], t);
+        t = fmaf(w[3], x[3 * ld + i], t);
+        y[i] += t;
+    }
+}
+
+MLA_AVX2 static void axpy1_avx2(float *y, float w, const float *x, int n) {
+    __m256 wv = _mm256_set1_ps(w);
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i,
+                         _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    for (; i < n; i++) y[i] = fmaf(w, x[i], y[i]);
+}
+
+MLA_AVX2 static void attend_avx2(const k3_attend_args *a, float *p, float *out) {
+    for (int64_t s = 0; s < a->n; s++)
+        p[s] = a->scale * (dot_avx2(a->q, a->K + s * a->ldk, a->dk) +
+                           dot_avx2(a->qp, a->P + s * a->ldp, a->dp));
+    k3_softmax(p, a->n);
+    memset(out, 0, sizeof(float) * (size_t)a->dv);
+    int64_t s = 0;
+    for (; s + 4 <= a->n; s += 4) axpy4_avx2(out, p + s, a->V + s * a->ldv, a->ldv, a->dv);
+    for (; s < a->n; s++) axpy1_avx2(out, p[s], a->V + s * a->ldv, a->dv);
+}
+
+void k3_mla_attend(const k3_attend_args *a, float *p, float *out, int ref) {
+    if (ref || !k3_cpu_has_avx2())
+        attend_ref(a, p, out);
+    else
+        attend_avx2(a, p, out);
+}
+
+/* ---- products with the per-head up-projections ----------------------------- */
+
+#define TMAT_MAX_COLS 4096 /* the decoded row lives on the stack */
+#define TMAT_TOKENS 64     /* tokens per block: each block decodes W once */
+
+/* Tokens [t0, t1) of Y[T, W.cols] = X W (X [T, W.rows]) in f32 lanes: each row
+ * of W is decoded once and added into every token's output. */
+MLA_AVX2 static void tmatmul_block_avx2(const k3_wmat *W, const float *X, int64_t t0, int64_t t1,
+                                        float *Y) {
+    int64_t R = W->rows, C = W->cols;
+    float row[TMAT_MAX_COLS];
+    memset(Y + t0 * C, 0, sizeof(float) * (size_t)((t1 - t0) * C));
+    for (int64_t r = 0; r < R; r++) {
+        k3_wmat_row(W, r, 0, C, row);
+        for (int64_t t = t0; t < t1; t++) axpy1_avx2(Y + t * C, X[t * R + r], row, (int)C);
+    }
+}
+
+/* The transposed product with blocks of tokens over the threads. */
+static void tmatmul_fast(const k3_wmat *W, const float *X, int64_t T, float *Y) {
+    int64_t nblk = (T + TMAT_TOKENS - 1) / TMAT_TOKENS;
+#pragma omp parallel for schedule(static) if (nblk > 1)
+    for (int64_t b = 0; b < nblk; b++) {
+        int64_t t1 = (b + 1) * TMAT_TOKENS;
+        tmatmul_block_avx2(W, X, b * TMAT_TOKENS, t1 < T ? t1 : T, Y);
+    }
+}
+
+/* Y = X W^T-side product of head h's W_UK: transpose = 0 gives keys [T, nope]
+ * from latents, 1 gives absorbed queries [T, r] from no-RoPE queries. The HF
+ * layout stores W_UK [nope, r], MLX stores W_UK^T. */
 static void uk_apply(const k3_mla_w *w, int h, const float *X, int64_t T, float *Y, int transpose) {
     if (w->uk_transposed == transpose)
         k3_matmul(&w->uk[h], X, T, Y);
-    else
+    else if (use_ref() || w->uk[h].cols > TMAT_MAX_COLS)
         k3_wmat_tmatmul(&w->uk[h], X, T, Y);
+    else
+        tmatmul_fast(&w->uk[h], X, T, Y);
 }
 
-/* q_pe . k_pe[s] part of the score for every cached s (shared by both paths). */
-static float pe_dot(const float *qpe, const float *kpe, int rope) {
-    double d = 0;
-    for (int i = 0; i < rope; i++) d += (double)qpe[i] * kpe[i];
-    return (float)d;
+/* ---- the split of (head, query) pairs over threads -------------------------- */
+
+/* Causal cost of the first i pairs, pairs ordered head-major, query t of a
+ * head costing off + t + 1 cached rows. */
+static double pairs_cost(int64_t i, int64_t T, int64_t off) {
+    int64_t h = i / T, t = i % T;
+    double head = (double)T * (double)(off + 1) + (double)T * (double)(T - 1) / 2;
+    return (double)h * head + (double)t * (double)(off + 1) + (double)t * (double)(t - 1) / 2;
 }
 
-/* Path A for head h: per-head keys/values from all N cached latents. o: [T, vd] (stride ldo). */
-static void head_expanded(const k3_model *m, const k3_mla_w *w, const k3_layer_cache *c, int h,
-                          const float *q, int64_t T, float *o, int64_t ldo) {
-    const k3_config *cf = m->c;
-    int nope = cf->qk_nope_head_dim, rope = cf->qk_rope_head_dim, vd = cf->v_head_dim;
-    int64_t N = c->n, off = N - T, qs = (int64_t)cf->num_attention_heads * (nope + rope);
-    float scale = 1.0f / sqrtf((float)(nope + rope));
-    float *kn = k3_xmalloc(sizeof(float) * (size_t)(N * nope));
-    float *vv = k3_xmalloc(sizeof(float) * (size_t)(N * vd));
-    float *p = k3_xmalloc(sizeof(float) * (size_t)N);
-    uk_apply(w, h, c->lat, N, kn, 0);
-    k3_matmul(&w->uv[h], c->lat, N, vv);
-    for (int64_t t = 0; t < T; t++) {
-        const float *qn = q + t * qs + (int64_t)h * (nope + rope), *qp = qn + nope;
-        for (int64_t s = 0; s < N; s++) {
-            if (s > off + t) {
-                p[s] = -INFINITY;
-                continue;
-            }
-            double d = 0;
-            for (int i = 0; i < nope; i++) d += (double)qn[i] * kn[s * nope + i];
-            p[s] = scale * ((float)d + pe_dot(qp, c->kpe + s * rope, rope));
-        }
-        k3_softmax(p, N);
-        for (int i = 0; i < vd; i++) {
-            double a = 0;
-            for (int64_t s = 0; s <= off + t; s++) a += (double)p[s] * vv[s * vd + i];
-            o[t * ldo + i] = (float)a;
-        }
+/* First pair of thread `tid` of nt: equal shares of the total cost. */
+static int64_t pairs_split(int64_t npairs, int64_t T, int64_t off, int tid, int nt) {
+    if (tid <= 0) return 0;
+    if (tid >= nt) return npairs;
+    double goal = pairs_cost(npairs, T, off) * tid / nt;
+    int64_t lo = 0, hi = npairs; /* smallest i with cost(i) >= goal */
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (pairs_cost(mid, T, off) >= goal)
+            hi = mid;
+        else
+            lo = mid + 1;
     }
-    free(kn);
-    free(vv);
-    free(p);
+    return lo;
 }
 
-/* Path B for head h: attend over latents with the absorbed query, then W_UV. */
-static void head_absorbed(const k3_model *m, const k3_mla_w *w, const k3_layer_cache *c, int h,
-                          const float *q, int64_t T, float *o, int64_t ldo) {
-    const k3_config *cf = m->c;
+/* What one (head, query) pair attends with; see attend_pairs. */
+typedef struct {
+    const k3_config *cf;
+    const k3_layer_cache *c;
+    const float *q; /* [T, qs] */
+    int64_t T, h0;  /* pairs h0*T .. of heads h0.. */
+    int absorbed;
+    const float *qa, *kv; /* path B: absorbed queries [nh, T, r]; path A: keys+values of head h0 */
+    float *out;           /* path B: [nh, T, r]; path A: o [T, os] */
+    float *pbuf;          /* per thread: n_cache floats each */
+    int64_t pld;
+} pair_job;
+
+static void attend_pair(const pair_job *j, int64_t i, float *p, int ref) {
+    const k3_config *cf = j->cf;
     int nope = cf->qk_nope_head_dim, rope = cf->qk_rope_head_dim, vd = cf->v_head_dim;
     int r = cf->kv_lora_rank;
-    int64_t N = c->n, off = N - T, qs = (int64_t)cf->num_attention_heads * (nope + rope);
-    float scale = 1.0f / sqrtf((float)(nope + rope));
-    float *qn = k3_xmalloc(sizeof(float) * (size_t)(T * nope));
-    float *qa = k3_xmalloc(sizeof(float) * (size_t)(T * r));
-    float *ol = k3_xmalloc(sizeof(float) * (size_t)(T * r));
-    float *ov = k3_xmalloc(sizeof(float) * (size_t)(T * vd));
-    float *p = k3_xmalloc(sizeof(float) * (size_t)N);
-    for (int64_t t = 0; t < T; t++)
-        memcpy(qn + t * nope, q + t * qs + (int64_t)h * (nope + rope),
-               sizeof(float) * (size_t)nope);
-    uk_apply(w, h, qn, T, qa, 1);
-    for (int64_t t = 0; t < T; t++) {
-        const float *qp = q + t * qs + (int64_t)h * (nope + rope) + nope;
-        int64_t last = off + t;
-        for (int64_t s = 0; s <= last; s++) {
-            double d = 0;
-            for (int i = 0; i < r; i++) d += (double)qa[t * r + i] * c->lat[s * r + i];
-            p[s] = scale * ((float)d + pe_dot(qp, c->kpe + s * rope, rope));
-        }
-        k3_softmax(p, last + 1);
-        for (int i = 0; i < r; i++) {
-            double a = 0;
-            for (int64_t s = 0; s <= last; s++) a += (double)p[s] * c->lat[s * r + i];
-            ol[t * r + i] = (float)a;
-        }
+    int64_t T = j->T, h = j->h0 + i / T, t = i % T, N = j->c->n, off = N - T;
+    int64_t qs = (int64_t)cf->num_attention_heads * (nope + rope);
+    const float *qh = j->q + t * qs + h * (nope + rope);
+    k3_attend_args a = {.qp = qh + nope, .P = j->c->kpe, .ldp = rope, .dp = rope, .n = off + t + 1};
+    a.scale = 1.0f / sqrtf((float)(nope + rope));
+    float *o;
+    if (j->absorbed) {
+        a.q = j->qa + (h * T + t) * r, a.K = a.V = j->c->lat, a.ldk = a.ldv = r;
+        a.dk = a.dv = r;
+        o = j->out + (h * T + t) * r;
+    } else {
+        a.q = qh, a.K = j->kv, a.ldk = nope + vd, a.dk = nope;
+        a.V = j->kv + nope, a.ldv = nope + vd, a.dv = vd;
+        o = j->out + t * (int64_t)cf->num_attention_heads * vd + h * vd;
     }
-    k3_matmul(&w->uv[h], ol, T, ov);
-    for (int64_t t = 0; t < T; t++) memcpy(o + t * ldo, ov + t * vd, sizeof(float) * (size_t)vd);
-    free(qn);
-    free(qa);
-    free(ol);
-    free(ov);
-    free(p);
+    k3_mla_attend(&a, p, o, ref);
+}
+
+/* Pairs [0, npairs) of job j over the threads, equal causal cost each. */
+static void attend_pairs(const pair_job *j, int64_t npairs) {
+    int ref = use_ref();
+    int64_t N = j->c->n;
+    int par = (double)npairs * (double)N >= 256;
+#pragma omp parallel if (par)
+    {
+        int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+        int64_t i0 = pairs_split(npairs, j->T, N - j->T, tid, nt);
+        int64_t i1 = pairs_split(npairs, j->T, N - j->T, tid + 1, nt);
+        float *p = j->pbuf + (int64_t)tid * j->pld;
+        for (int64_t i = i0; i < i1; i++) attend_pair(j, i, p, ref);
+    }
+}
+
+/* Per-thread score rows: N floats each, 64-byte separated. */
+static float *thread_rows(k3_workspace *ws, int64_t N, int64_t *ld) {
+    *ld = (N + 15) / 16 * 16 + 16;
+    return ws_floats(ws, K3_MLA_THR, *ld * omp_get_max_threads());
+}
+
+/* ---- the two paths ------------------------------------------------------------ */
+
+/* Path A: per head, keys and values of all N cached tokens, then its T queries. */
+static void attention_expanded(const k3_model *m, const k3_mla_w *w, const k3_layer_cache *c,
+                               const float *q, int64_t T, float *o, k3_workspace *ws) {
+    const k3_config *cf = m->c;
+    int nh = cf->num_attention_heads, nope = cf->qk_nope_head_dim, vd = cf->v_head_dim;
+    int64_t N = c->n, ld;
+    float *kv = ws_floats(ws, K3_MLA_KV, N * (nope + vd) + N * (nope > vd ? nope : vd));
+    float *tmp = kv + N * (nope + vd);
+    pair_job j = {.cf = cf, .c = c, .q = q, .T = T, .absorbed = 0, .kv = kv, .out = o};
+    j.pbuf = thread_rows(ws, N, &ld);
+    j.pld = ld;
+    for (int h = 0; h < nh; h++) {
+        uk_apply(w, h, c->lat, N, tmp, 0); /* keys [N, nope] */
+        for (int64_t s = 0; s < N; s++)
+            memcpy(kv + s * (nope + vd), tmp + s * nope, sizeof(float) * (size_t)nope);
+        k3_matmul(&w->uv[h], c->lat, N, tmp); /* values [N, vd] */
+        for (int64_t s = 0; s < N; s++)
+            memcpy(kv + s * (nope + vd) + nope, tmp + s * vd, sizeof(float) * (size_t)vd);
+        j.h0 = h;
+        attend_pairs(&j, T);
+    }
+}
+
+/* Path B: absorbed queries for every head, attention over the latents for
+ * every (head, query) pair, then W_UV per head. */
+static void attention_absorbed(const k3_model *m, const k3_mla_w *w, const k3_layer_cache *c,
+                               const float *q, int64_t T, float *o, k3_workspace *ws) {
+    const k3_config *cf = m->c;
+    int nh = cf->num_attention_heads, nope = cf->qk_nope_head_dim, rope = cf->qk_rope_head_dim;
+    int r = cf->kv_lora_rank, vd = cf->v_head_dim;
+    int64_t qs = (int64_t)nh * (nope + rope), os = (int64_t)nh * vd, ld;
+    float *qn = ws_floats(ws, K3_MLA_QN, (int64_t)nh * T * nope);
+    float *qa = ws_floats(ws, K3_MLA_QA, (int64_t)nh * T * r);
+    float *ol = ws_floats(ws, K3_MLA_OL, (int64_t)nh * T * r);
+    float *ov = ws_floats(ws, K3_MLA_KV, T * vd);
+    for (int h = 0; h < nh; h++) {
+        float *qnh = qn + (int64_t)h * T * nope;
+        for (int64_t t = 0; t < T; t++)
+            memcpy(qnh + t * nope, q + t * qs + (int64_t)h * (nope + rope),
+                   sizeof(float) * (size_t)nope);
+        uk_apply(w, h, qnh, T, qa + (int64_t)h * T * r, 1);
+    }
+    pair_job j = {.cf = cf, .c = c, .q = q, .T = T, .h0 = 0, .absorbed = 1, .qa = qa, .out = ol};
+    j.pbuf = thread_rows(ws, c->n, &ld);
+    j.pld = ld;
+    attend_pairs(&j, (int64_t)nh * T);
+    for (int h = 0; h < nh; h++) {
+        k3_matmul(&w->uv[h], ol + (int64_t)h * T * r, T, ov);
+        for (int64_t t = 0; t < T; t++)
+            memcpy(o + t * os + (int64_t)h * vd, ov + t * vd, sizeof(float) * (size_t)vd);
+    }
 }
 
 /* Multiply-adds per head: path A expands keys and values for all N cached tokens,
@@ -164,33 +359,33 @@ static int absorbed_is_cheaper(const k3_config *c, int64_t T, int64_t N) {
     return T == 1 || cost_b < cost_a;
 }
 
+/* o[i] *= sigmoid(g[i]), threads splitting large products. */
+static void apply_gate(float *o, const float *g, int64_t n) {
+#pragma omp parallel for schedule(static) if (n >= 65536)
+    for (int64_t i = 0; i < n; i++) o[i] *= k3_sigmoid(g[i]);
+}
+
 int k3_mla_forward(const k3_model *m, const k3_layer *l, k3_layer_cache *c, const float *x,
-                   int64_t T, float *out, int path) {
+                   int64_t T, float *out, int path, k3_workspace *ws) {
     const k3_config *cf = m->c;
     const k3_mla_w *w = &l->mla;
     int nh = cf->num_attention_heads, vd = cf->v_head_dim;
     int64_t qs = (int64_t)nh * (cf->qk_nope_head_dim + cf->qk_rope_head_dim), os = (int64_t)nh * vd;
-    if (mla_append(m, w, c, x, T)) return -1;
-    float *q = k3_xmalloc(sizeof(float) * (size_t)(T * qs));
-    float *o = k3_xmalloc(sizeof(float) * (size_t)(T * os));
-    mla_queries(m, w, x, T, q);
+    if (mla_append(m, w, c, x, T, ws)) return -1;
+    float *q = ws_floats(ws, K3_MLA_Q, T * qs);
+    float *o = ws_floats(ws, K3_MLA_O, T * os);
+    mla_queries(m, w, x, T, q, ws);
     int absorbed = path ? path == 'B' : absorbed_is_cheaper(cf, T, c->n);
-#pragma omp parallel for schedule(dynamic)
-    for (int h = 0; h < nh; h++) {
-        if (absorbed)
-            head_absorbed(m, w, c, h, q, T, o + (int64_t)h * vd, os);
-        else
-            head_expanded(m, w, c, h, q, T, o + (int64_t)h * vd, os);
-    }
+    if (absorbed)
+        attention_absorbed(m, w, c, q, T, o, ws);
+    else
+        attention_expanded(m, w, c, q, T, o, ws);
     if (cf->mla_use_output_gate) {
-        float *g = k3_xmalloc(sizeof(float) * (size_t)(T * os));
+        float *g = ws_floats(ws, K3_MLA_G, T * os);
         k3_matmul(&w->g, x, T, g);
-        for (int64_t i = 0; i < T * os; i++) o[i] *= k3_sigmoid(g[i]);
-        free(g);
+        apply_gate(o, g, T * os);
     }
     k3_rowpar_matmul(m, &w->o, o, T, out); /* canonical block order (rowpar.h) */
     k3_model_reduce(m, out, T * cf->hidden_size);
-    free(q);
-    free(o);
     return 0;
 }

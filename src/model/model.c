@@ -12,6 +12,7 @@
 #include "model/parallel.h"
 
 #include <omp.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +125,7 @@ void k3_model_free(k3_model *m) {
     free(m->L);
     free(m->final_norm);
     free(m->w_out);
+    k3_workspace_free(&m->ws);
     k3_ckpt_close(&m->ck);
     free(m);
 }
@@ -227,41 +229,130 @@ int64_t k3_seq_len(const k3_seq *s) {
     return s->len;
 }
 
+/* ---- workspace ------------------------------------------------------------ */
+
+static atomic_uint_fast64_t g_grows;
+
+void k3_workspace_count_grow(void) {
+    atomic_fetch_add(&g_grows, 1);
+}
+
+uint64_t k3_workspace_grows(void) {
+    return (uint64_t)atomic_load(&g_grows);
+}
+
+void *k3_grow(k3_grow_buf *b, size_t bytes) {
+    if (bytes <= b->cap && b->p) return b->p;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < bytes) cap *= 2; /* doubling: a few grows, then none */
+    free(b->p);
+    b->p = aligned_alloc(64, cap);
+    if (!b->p) {
+        fprintf(stderr, "k3: out of memory (workspace of %zu bytes)\n", cap);
+        abort();
+    }
+    b->cap = cap;
+    k3_workspace_count_grow();
+    return b->p;
+}
+
+void k3_workspace_free(k3_workspace *ws) {
+    free(ws->act.p);
+    free(ws->blocks.p);
+    for (int i = 0; i < K3_MLA_WS_N; i++) free(ws->mla[i].p);
+    memset(ws, 0, sizeof *ws);
+}
+
+/* The model's workspace, or (when another thread's pass holds it) a fresh
+ * one for this pass alone. */
+static k3_workspace *ws_acquire(k3_model *m) {
+    if (!atomic_exchange(&m->ws_busy, 1)) return &m->ws;
+    return k3_xcalloc(1, sizeof(k3_workspace));
+}
+
+static void ws_release(k3_model *m, k3_workspace *ws) {
+    if (ws == &m->ws) {
+        atomic_store(&m->ws_busy, 0);
+        return;
+    }
+    k3_workspace_free(ws);
+    free(ws);
+}
+
 /* ---- forward -------------------------------------------------------------- */
 
-/* Mixer then FFN of layer i on x [T, D] (in place), with AttnRes block list R. */
-static int run_layer(k3_seq *s, int i, float *x, int64_t T, float **R, int *nR, int mla_path) {
+/* Below this many floats the element-wise loops stay on one thread. */
+#define PAR_MIN_FLOATS 32768
+
+/* The [T, D] buffers of one pass: x (residual stream), h (mixer/FFN input),
+ * a (block output), and free ones that become AttnRes block snapshots. */
+typedef struct {
+    float *x, *h, *a;
+    float **spare;
+    int nspare;
+} fwd_bufs;
+
+/* x += a over n floats. */
+static void add_into(float *x, const float *a, int64_t n) {
+#pragma omp parallel for schedule(static) if (n >= PAR_MIN_FLOATS)
+    for (int64_t j = 0; j < n; j++) x[j] += a[j];
+}
+
+/* Row-wise RMSNorm with the rows split over threads (each row as k3_rmsnorm_rows does it). */
+static void norm_rows(const float *x, int64_t T, int64_t D, const float *w, double eps,
+                      float *out) {
+    if (T * D < PAR_MIN_FLOATS || T < 2) {
+        k3_rmsnorm_rows(x, T, D, w, eps, out);
+        return;
+    }
+#pragma omp parallel
+    {
+        int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+        int64_t t0 = T * tid / nt, t1 = T * (tid + 1) / nt;
+        if (t1 > t0) k3_rmsnorm_rows(x + t0 * D, t1 - t0, D, w, eps, out + t0 * D);
+    }
+}
+
+/* The input of a mixer or FFN: the AttnRes mix of the blocks and x, normalized. */
+static void block_input(const k3_config *c, float *const *R, int nR, const float *x,
+                        const float *w_res, const float *norm, int64_t T, float *h) {
+    int64_t D = c->hidden_size;
+    if (c->attn_res_block_size > 0) {
+        k3_attnres_mix(R, nR, x, w_res, T, D, c->rms_norm_eps, h);
+        norm_rows(h, T, D, norm, c->rms_norm_eps, h);
+    } else {
+        norm_rows(x, T, D, norm, c->rms_norm_eps, h);
+    }
+}
+
+/* Mixer then FFN of layer i on b->x [T, D], with AttnRes block list R. At a
+ * block start the raw x becomes a snapshot and the mixer output the new x
+ * (buffers change hands, nothing is copied). */
+static int run_layer(k3_seq *s, int i, fwd_bufs *b, int64_t T, float **R, int *nR, int mla_path,
+                     k3_workspace *ws) {
     const k3_model *m = s->m;
     const k3_config *c = m->c;
     const k3_layer *l = &m->L[i];
-    int64_t D = c->hidden_size, TD = T * D;
-    int res = c->attn_res_block_size > 0;
-    float *h = k3_xmalloc(sizeof(float) * (size_t)TD), *a = k3_xmalloc(sizeof(float) * (size_t)TD);
-    if (res)
-        k3_attnres_mix(R, *nR, x, l->w_attn, T, D, c->rms_norm_eps, h);
-    else
-        memcpy(h, x, sizeof(float) * (size_t)TD);
-    int fresh = res && i % c->attn_res_block_size == 0; /* block start: snapshot raw x_in */
-    if (fresh) R[(*nR)++] = dup_floats(x, TD, TD);
-    k3_rmsnorm_rows(h, T, D, l->in_norm, c->rms_norm_eps, h);
+    int64_t TD = T * c->hidden_size;
+    block_input(c, R, *nR, b->x, l->w_attn, l->in_norm, T, b->h);
     int rc = 0;
     if (l->is_kda)
-        k3_kda_forward(m, l, &s->lc[i], h, T, a);
+        k3_kda_forward(m, l, &s->lc[i], b->h, T, b->a);
     else
-        rc = k3_mla_forward(m, l, &s->lc[i], h, T, a, mla_path);
-    for (int64_t j = 0; j < TD; j++) x[j] = fresh ? a[j] : x[j] + a[j]; /* partial */
-    if (res)
-        k3_attnres_mix(R, *nR, x, l->w_mlp, T, D, c->rms_norm_eps, h);
-    else
-        memcpy(h, x, sizeof(float) * (size_t)TD);
-    k3_rmsnorm_rows(h, T, D, l->post_norm, c->rms_norm_eps, h);
+        rc = k3_mla_forward(m, l, &s->lc[i], b->h, T, b->a, mla_path, ws);
+    if (c->attn_res_block_size > 0 && i % c->attn_res_block_size == 0) {
+        R[(*nR)++] = b->x; /* block start: snapshot the raw x_in, the partial restarts at a */
+        b->x = b->a;
+        b->a = b->spare[--b->nspare];
+    } else {
+        add_into(b->x, b->a, TD);
+    }
+    block_input(c, R, *nR, b->x, l->w_mlp, l->post_norm, T, b->h);
     if (l->is_moe)
-        k3_moe_forward(m, &l->moe, h, T, a);
+        k3_moe_forward(m, &l->moe, b->h, T, b->a);
     else
-        k3_mlp_forward(m, &l->mlp, h, T, a);
-    for (int64_t j = 0; j < TD; j++) x[j] += a[j];
-    free(h);
-    free(a);
+        k3_mlp_forward(m, &l->mlp, b->h, T, b->a);
+    add_into(b->x, b->a, TD);
     return rc;
 }
 
@@ -274,43 +365,77 @@ static int check_tokens(const k3_model *m, const int32_t *tok, int64_t n) {
     return 0;
 }
 
-/* k3_forward with a forced MLA path ('A', 'B' or 0 = automatic); used by tests. */
-int k3_forward_path(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, int all, int path) {
+static void embed_tokens(const k3_model *m, const int32_t *tokens, int64_t n, float *x) {
+    int64_t D = m->c->hidden_size;
+#pragma omp parallel for schedule(static) if (n * D >= PAR_MIN_FLOATS)
+    for (int64_t t = 0; t < n; t++) k3_wmat_row(&m->embed, tokens[t], 0, D, x + t * D);
+}
+
+/* Most AttnRes blocks a pass can hold (pipeline stages receive theirs). */
+static int max_blocks(const k3_config *c) {
+    return c->attn_res_block_size ? c->num_hidden_layers / c->attn_res_block_size + 2 : 1;
+}
+
+/* Carve the pass's [n, D] buffers out of the workspace: x, h, a and one spare per block. */
+static float **setup_bufs(const k3_config *c, k3_workspace *ws, int64_t n, fwd_bufs *b) {
+    int nb = max_blocks(c), nbuf = nb + 3;
+    int64_t TD = n * c->hidden_size;
+    float *pool = k3_grow(&ws->act, sizeof(float) * (size_t)(nbuf * TD));
+    float **ptrs = k3_grow(&ws->blocks, sizeof(float *) * (size_t)(2 * nb + 1));
+    float **R = ptrs, **spare = ptrs + nb;
+    for (int j = 0; j < nb; j++) spare[j] = pool + (int64_t)(3 + j) * TD;
+    *b = (fwd_bufs){pool, pool + TD, pool + 2 * TD, spare, nb};
+    return R;
+}
+
+/* Output stage: final AttnRes mix, final norm, lm_head on the rows wanted. */
+static void forward_head(const k3_model *m, fwd_bufs *b, float *const *R, int nR, int64_t n,
+                         float *logits, int all) {
+    const k3_config *c = m->c;
+    int64_t D = c->hidden_size;
+    float *x = b->x;
+    if (c->attn_res_block_size) {
+        k3_attnres_mix(R, nR, b->x, m->w_out, n, D, c->rms_norm_eps, b->h);
+        x = b->h;
+    }
+    int64_t first = all ? 0 : n - 1;
+    norm_rows(x + first * D, n - first, D, m->final_norm, c->rms_norm_eps, x + first * D);
+    if (logits) k3_matmul(&m->head, x + first * D, n - first, logits);
+}
+
+static int forward_ws(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, int all, int path,
+                      k3_workspace *ws) {
     const k3_model *m = s->m;
     const k3_config *c = m->c;
+    fwd_bufs b;
+    float **R = setup_bufs(c, ws, n, &b);
+    int nR = 0, nrecv = 0, rc = 0;
+    if (m->layer0 == 0) /* first pipeline stage (or the whole model): embed */
+        embed_tokens(m, tokens, n, b.x);
+    else
+        rc = k3_pp_recv(m, n, b.x, R, &nR); /* its blocks are heap copies: freed below */
+    nrecv = rc ? 0 : nR;
+    for (int i = m->layer0; !rc && i < m->layer1; i++)
+        rc = run_layer(s, i, &b, n, R, &nR, path, ws);
+    int last = m->layer1 == c->num_hidden_layers;
+    if (!rc && !last) rc = k3_pp_send(m, n, b.x, R, nR); /* earlier stage: hand on, no logits */
+    if (!rc && last) forward_head(m, &b, R, nR, n, logits, all);
+    for (int j = 0; j < nrecv; j++) free(R[j]);
+    if (!rc) s->len += n;
+    return rc;
+}
+
+/* k3_forward with a forced MLA path ('A', 'B' or 0 = automatic); used by tests. */
+int k3_forward_path(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, int all, int path) {
+    k3_model *m = s->m;
     if (check_tokens(m, tokens, n)) return -1;
     if ((m->tp_size > 1 || m->pp_size > 1) && !m->comm)
         return k3_seterr("k3_forward: this model is one slice of a parallel group and has no "
                          "process group attached (k3_model_set_comm)");
     k3_par_hook_forward(s, tokens, n, path);
-    int64_t D = c->hidden_size, V = c->vocab_size;
-    float *x = k3_xmalloc(sizeof(float) * (size_t)(n * D));
-    int nb = c->attn_res_block_size ? c->num_hidden_layers / c->attn_res_block_size + 2 : 1, nR = 0;
-    float **R = k3_xcalloc((size_t)nb, sizeof *R);
-    int rc = 0;
-    if (m->layer0 == 0) /* first pipeline stage (or the whole model): embed */
-        for (int64_t t = 0; t < n; t++) k3_wmat_row(&m->embed, tokens[t], 0, D, x + t * D);
-    else
-        rc = k3_pp_recv(m, n, x, R, &nR);
-    for (int i = m->layer0; !rc && i < m->layer1; i++) rc = run_layer(s, i, x, n, R, &nR, path);
-    int last = m->layer1 == c->num_hidden_layers;
-    if (!rc && !last) rc = k3_pp_send(m, n, x, R, nR); /* earlier stage: hand on, no logits */
-    if (!rc && last && c->attn_res_block_size) {
-        float *h = k3_xmalloc(sizeof(float) * (size_t)(n * D));
-        k3_attnres_mix(R, nR, x, m->w_out, n, D, c->rms_norm_eps, h);
-        free(x);
-        x = h;
-    }
-    for (int j = 0; j < nR; j++) free(R[j]);
-    free(R);
-    if (!rc) s->len += n;
-    if (!rc && last) {
-        int64_t first = all ? 0 : n - 1;
-        k3_rmsnorm_rows(x + first * D, n - first, D, m->final_norm, c->rms_norm_eps, x + first * D);
-        if (logits) k3_matmul(&m->head, x + first * D, n - first, logits);
-    }
-    (void)V;
-    free(x);
+    k3_workspace *ws = ws_acquire(m);
+    int rc = forward_ws(s, tokens, n, logits, all, path, ws);
+    ws_release(m, ws);
     return rc;
 }
 

@@ -15,6 +15,8 @@
 #include "model/comm.h"
 #include "quant/wmat.h"
 
+#include <stdatomic.h>
+
 /* Sum buf[0..n) over all tensor-parallel ranks, in place. */
 typedef void (*k3_reduce_fn)(float *buf, int64_t n, void *ctx);
 
@@ -64,6 +66,45 @@ typedef struct {
     k3_moe_w moe;
 } k3_layer;
 
+/* A grow-only buffer: reallocated only when a call needs more than it holds,
+ * so after the first call of a given size the forward pass does not allocate. */
+typedef struct {
+    void *p;
+    size_t cap;
+} k3_grow_buf;
+
+/* At least `bytes` of b (64-byte aligned, contents undefined after a grow);
+ * dies on out-of-memory like k3_xmalloc. */
+void *k3_grow(k3_grow_buf *b, size_t bytes);
+/* How many times a workspace buffer or an MLA cache grew in this process
+ * (tests use it to check that the token loop does not allocate). */
+uint64_t k3_workspace_grows(void);
+/* Count one growth (the MLA cache counts its reallocations here too). */
+void k3_workspace_count_grow(void);
+
+/* mla.c's temporaries (see k3_mla_forward). */
+enum {
+    K3_MLA_Q,   /* queries [T, nh*(nope+rope)] */
+    K3_MLA_O,   /* attention output [T, nh*vd] */
+    K3_MLA_G,   /* output gate [T, nh*vd] */
+    K3_MLA_CQ,  /* q-LoRA latent [T, ql] */
+    K3_MLA_CKV, /* kv_a output [T, r+rope] */
+    K3_MLA_QN,  /* no-RoPE query parts [nh, T, nope] */
+    K3_MLA_QA,  /* absorbed queries [nh, T, r] */
+    K3_MLA_OL,  /* attended latents [nh, T, r] */
+    K3_MLA_KV,  /* path A keys and values of one head [N, nope + vd], or W_UV output */
+    K3_MLA_THR, /* per-thread score rows and transposed-product rows */
+    K3_MLA_WS_N
+};
+
+/* Every activation buffer of one forward pass: used by one pass at a time
+ * (k3_model.ws_busy), grow-only. */
+typedef struct {
+    k3_grow_buf act;              /* the [T, D] buffers of model.c, one block */
+    k3_grow_buf blocks;           /* the AttnRes block list (pointers) */
+    k3_grow_buf mla[K3_MLA_WS_N]; /* mla.c */
+} k3_workspace;
+
 struct k3_model {
     k3_ckpt ck;
     const k3_config *c; /* = &ck.cfg */
@@ -78,6 +119,8 @@ struct k3_model {
     k3_config local_cfg; /* per-rank head counts and widths (m->c) when tp_size > 1 */
     const k3_comm *comm; /* the group; NULL for a single process */
     uint64_t weight_bytes, active_bytes;
+    k3_workspace ws;    /* the forward pass's buffers (model.c) */
+    atomic_int ws_busy; /* 1 while a pass uses ws; a concurrent pass makes its own */
 };
 
 typedef struct {
@@ -103,9 +146,25 @@ static inline void k3_model_reduce(const k3_model *m, float *buf, int64_t n) {
 /* Blocks. x is the normalized input [T, D]; out is [T, D]. 0 or -1 + k3_errmsg. */
 void k3_kda_forward(const k3_model *m, const k3_layer *l, k3_layer_cache *c, const float *x,
                     int64_t T, float *out);
-/* path: 0 = automatic (absorbed for T = 1, expanded otherwise), 'A' or 'B' to force one. */
+/* path: 0 = automatic (absorbed for T = 1, expanded otherwise), 'A' or 'B' to force one.
+ * Temporaries come from ws (grow-only). */
 int k3_mla_forward(const k3_model *m, const k3_layer *l, k3_layer_cache *c, const float *x,
-                   int64_t T, float *out, int path);
+                   int64_t T, float *out, int path, k3_workspace *ws);
+/* Free a workspace's buffers (k3_model_free). */
+void k3_workspace_free(k3_workspace *ws);
+
+/* One query's attention over n cached rows, the inner loop of both MLA paths:
+ *   p[s] = scale * (q . K[s] + qp . P[s]),  p = softmax(p),  out = sum_s p[s] V[s]
+ * with K [n, dk] (row stride ldk), P [n, dp] (ldp), V [n, dv] (ldv); p has n
+ * floats of room. Exposed for tests: ref = 1 is the scalar double reference,
+ * 0 the vectorized kernel (the reference where the CPU lacks AVX2+FMA). */
+typedef struct {
+    const float *q, *K, *qp, *P, *V;
+    int64_t ldk, ldp, ldv, n;
+    int dk, dp, dv;
+    float scale;
+} k3_attend_args;
+void k3_mla_attend(const k3_attend_args *a, float *p, float *out, int ref);
 void k3_mlp_forward(const k3_model *m, const k3_mlp_w *w, const float *x, int64_t T, float *out);
 /* The same without the all-reduce (this rank's partial sum; the MoE reduces it with the latent). */
 void k3_mlp_partial(const k3_model *m, const k3_mlp_w *w, const float *x, int64_t T, float *out);
@@ -113,9 +172,15 @@ void k3_moe_forward(const k3_model *m, const k3_moe_w *w, const float *x, int64_
 /* Router selection for one token: sel idx/weights [top_k] from logits [E]. */
 void k3_moe_select(const k3_config *c, const float *logits, const float *bias, int *idx,
                    float *wts);
-/* AttnRes: out[t] = sum_j softmax_j(c_j[t].w / rms(c_j[t])) c_j[t] over R[0..n) and p. */
+/* AttnRes: out[t] = sum_j softmax_j(c_j[t].w / rms(c_j[t])) c_j[t] over R[0..n) and p.
+ * Vectorized; a single token is split over threads in fixed chunks of D, so
+ * the result does not depend on the thread count. K3_KERNELS=ref runs
+ * k3_attnres_mix_ref. */
 void k3_attnres_mix(float *const *R, int n, const float *p, const float *w, int64_t T, int64_t D,
                     double eps, float *out);
+/* The scalar double reference (tests compare the fast mix with it). */
+void k3_attnres_mix_ref(float *const *R, int n, const float *p, const float *w, int64_t T,
+                        int64_t D, double eps, float *out);
 
 /* k3_forward with a forced MLA path ('A' expanded, 'B' absorbed, 0 automatic); for tests. */
 int k3_forward_path(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, int all, int path);
