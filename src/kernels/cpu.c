@@ -30,6 +30,19 @@ int k3_cpu_has_avx2(void) {
 #endif
 }
 
+int k3_cpu_has_avx512_vnni(void) {
+#if defined(__x86_64__)
+    static int has = -1; /* cached: asked once per product */
+    if (has < 0) {
+        __builtin_cpu_init();
+        has = k3_cpu_has_avx512() && __builtin_cpu_supports("avx512vnni");
+    }
+    return has;
+#else
+    return 0;
+#endif
+}
+
 void k3_kernels_set_mode(k3_kernels_mode m) {
     forced = m;
     resolved = -1;

@@ -1,0 +1,226 @@
+/* matvec_i8_avx512.c — AVX-512 VNNI decode products with int8 activations (see matvec_i8.h).
+ *
+ * vpdpbusd multiplies 64 unsigned bytes by 64 signed bytes and adds groups of
+ * four into 16 int32 lanes. The weight codes are the unsigned side: a 64-byte
+ * chunk of a row holds P = 8/bits "planes" of codes (code k of every byte,
+ * isolated with shift + AND, never moved), and the quantized activation is
+ * permuted once per product to match (xperm[chunk*64P + 64k + j] =
+ * q[chunk*64P + P*j + k]). All P planes of lane i cover the same 4P columns,
+ * hence one activation block, so they go into one int32 accumulator; per
+ * chunk that accumulator is converted once and scaled per lane by
+ * d_block * s_group (dlane: d per lane, prepared with xperm).
+ * MXFP4: |2*E2M1| by pshufb is the unsigned side and the code's sign is moved
+ * onto the activation byte (masked negate), scale 2^(e-128) per block.
+ * Column counts that end inside a chunk use masked loads; the activation
+ * padding is zero. */
+#include "kernels/avx2.h"
+#include "kernels/matvec_i8.h"
+#include "kernels/scratch.h"
+#include "quant/dtype.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+#define K3_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+#define K3_VNNI_INLINE                                                                             \
+    static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx512vnni,"     \
+                                                       "avx2,fma,f16c")))
+
+/* The prepared activation, shared by every row (the calling thread's scratch). */
+typedef struct {
+    k3_rows_ctx rows;   /* first: k3_parallel_rows hands this back to the workers */
+    const int8_t *xq;   /* permuted quantized activation, chunk-padded with zeros */
+    const float *dlane; /* d_block for each int32 lane of each chunk (0 past cols) */
+    const float *xs;    /* affine: per-group sums of x^ for the bias term */
+} i8_ctx;
+
+K3_VNNI void k3_i8_quantize_avx512(const float *x, int64_t n, int8_t *q, float *d, int32_t *isum) {
+    for (int64_t b = 0; b < n / K3_I8_BLOCK; b++) {
+        const float *xb = x + b * K3_I8_BLOCK;
+        __m512 a = _mm512_loadu_ps(xb), c = _mm512_loadu_ps(xb + 16);
+        float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(c)));
+        const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+        __m512i qa = _mm512_cvtps_epi32(_mm512_mul_ps(a, _mm512_set1_ps(inv)));
+        __m512i qc = _mm512_cvtps_epi32(_mm512_mul_ps(c, _mm512_set1_ps(inv)));
+        _mm_storeu_si128((__m128i *)(void *)(q + b * K3_I8_BLOCK), _mm512_cvtsepi32_epi8(qa));
+        _mm_storeu_si128((__m128i *)(void *)(q + b * K3_I8_BLOCK + 16), _mm512_cvtsepi32_epi8(qc));
+        d[b] = amax / 127.0f;
+        isum[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(qa, qc));
+    }
+}
+
+/* xperm and dlane for P planes per byte; nch chunks of 64P columns. */
+static void permute_activation(const int8_t *q, const float *d, int64_t K, int P, int8_t *xperm,
+                               float *dlane) {
+    const int64_t CH = 64 * P, nch = (K + CH - 1) / CH;
+    for (int64_t ch = 0; ch < nch; ch++) {
+        int8_t *o = xperm + ch * CH;
+        for (int k = 0; k < P; k++)
+            for (int j = 0; j < 64; j++) {
+                int64_t c = ch * CH + (int64_t)P * j + k;
+                o[64 * k + j] = c < K ? q[c] : 0;
+            }
+        for (int i = 0; i < 16; i++) {
+            int64_t c = ch * CH + 4 * P * i;
+            dlane[ch * 16 + i] = c < K ? d[c / K3_I8_BLOCK] : 0.0f;
+        }
+    }
+}
+
+/* n scales of type fmt -> f32 out[0..n), then 16 zeros (read by the lane gathers). */
+K3_VNNI_INLINE void scales_f32(k3_wfmt fmt, const uint8_t *p, int64_t n, float *out) {
+    int64_t i = 0;
+    if (fmt == K3_W_F32) {
+        memcpy(out, p, sizeof(float) * (size_t)n);
+        i = n;
+    }
+    for (; i + 16 <= n; i += 16) {
+        __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)(p + 2 * i));
+        __m512 v = fmt == K3_W_F16
+                       ? _mm512_cvtph_ps(h)
+                       : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+        _mm512_storeu_ps(out + i, v);
+    }
+    for (; i < n; i++) out[i] = k3_wmat_elt(fmt, p, i);
+    _mm512_storeu_ps(out + n, _mm512_setzero_ps());
+}
+
+/* n E8M0 exponents -> 2^(e-128) (half the MXFP4 scale: the code table is doubled), NaN for
+ * 255, then 16 zeros. */
+K3_VNNI_INLINE void half_scales(const uint8_t *p, int64_t n, float *out) {
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512i e = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, p + i));
+        __m512i u = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+        __m512i sub = _mm512_srlv_epi32(_mm512_set1_epi32(0x00400000),
+                                        _mm512_sub_epi32(_mm512_set1_epi32(1), e));
+        u = _mm512_mask_mov_epi32(u, _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2)), sub);
+        u = _mm512_mask_mov_epi32(u, _mm512_cmpeq_epi32_mask(e, _mm512_set1_epi32(255)),
+                                  _mm512_set1_epi32(0x7fc00000));
+        _mm512_mask_storeu_ps(out + i, m, _mm512_castsi512_ps(u));
+    }
+    _mm512_storeu_ps(out + n, _mm512_setzero_ps());
+}
+
+/* 64 code bytes at p, masked when fewer than 64 remain. */
+K3_VNNI_INLINE __m512i load_chunk(const uint8_t *p, int64_t left) {
+    if (left >= 64) return _mm512_loadu_si512((const void *)p);
+    return _mm512_maskz_loadu_epi8(_cvtu64_mask64((1ull << left) - 1), p);
+}
+
+/* int32 lanes of one affine chunk: sum over the P planes of code * xperm. */
+K3_VNNI_INLINE __m512i affine_chunk(__m512i v, const int8_t *xq, int bits) {
+    const int P = 8 / bits;
+    const __m512i m = _mm512_set1_epi8((char)((1 << bits) - 1));
+    __m512i acc = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int k = 0; k < P; k++) {
+        __m512i codes = bits == 8 ? v : _mm512_and_si512(_mm512_srli_epi16(v, k * bits), m);
+        acc = _mm512_dpbusd_epi32(acc, codes, _mm512_load_si512((const void *)(xq + 64 * k)));
+    }
+    return acc;
+}
+
+/* int32 lanes of one MXFP4 chunk: |2 E2M1| against the activation with the code's sign. */
+K3_VNNI_INLINE __m512i mxfp4_chunk(__m512i v, const int8_t *xq) {
+    const __m512i lut =
+        _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, 1, 2, 3, 4, 6, 8, 12));
+    const __m512i m = _mm512_set1_epi8(15), sign = _mm512_set1_epi8(8), z = _mm512_setzero_si512();
+    __m512i lo = _mm512_and_si512(v, m), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m);
+    __m512i x0 = _mm512_load_si512((const void *)xq),
+            x1 = _mm512_load_si512((const void *)(xq + 64));
+    x0 = _mm512_mask_sub_epi8(x0, _mm512_test_epi8_mask(lo, sign), z, x0);
+    x1 = _mm512_mask_sub_epi8(x1, _mm512_test_epi8_mask(hi, sign), z, x1);
+    __m512i acc = _mm512_dpbusd_epi32(z, _mm512_shuffle_epi8(lut, lo), x0);
+    return _mm512_dpbusd_epi32(acc, _mm512_shuffle_epi8(lut, hi), x1);
+}
+
+/* sum over chunks of int lanes * dlane * per-lane scale; bits 0 = MXFP4 (P 2, group 32). */
+K3_VNNI_INLINE float codes_dot(const i8_ctx *c, const uint8_t *row, const float *sc, int bits,
+                               int G) {
+    const int P = bits ? 8 / bits : 2;
+    const int64_t K = c->rows.W->cols, nbytes = K * (bits ? bits : 4) / 8, CH = 64 * P;
+    /* lane i of a chunk is in group (4P i) / G of the chunk's first group */
+    const int shift = (G == 32 ? 5 : G == 64 ? 6 : 7) - (P == 1 ? 2 : P == 2 ? 3 : 4);
+    const __m512i idx = _mm512_srli_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), shift);
+    __m512 y0 = _mm512_setzero_ps(), y1 = y0;
+    for (int64_t ch = 0; ch * 64 < nbytes; ch++) {
+        /* prefetch 2 KiB ahead: the hardware streamer stops at page boundaries */
+        _mm_prefetch((const char *)row + ch * 64 + 2048, _MM_HINT_T0);
+        __m512i v = load_chunk(row + ch * 64, nbytes - ch * 64);
+        __m512i a = bits ? affine_chunk(v, c->xq + ch * CH, bits) : mxfp4_chunk(v, c->xq + ch * CH);
+        __m512 s = _mm512_permutexvar_ps(idx, _mm512_loadu_ps(sc + ch * CH / G));
+        __m512 f = _mm512_mul_ps(_mm512_loadu_ps(c->dlane + ch * 16), s);
+        if (ch & 1)
+            y1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), f, y1);
+        else
+            y0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), f, y0);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(y0, y1));
+}
+
+/* sum_g b_g xs_g in 16 lanes (the padding after b is zero). */
+K3_VNNI_INLINE float bias_dot(const float *b, const float *xs, int64_t ng) {
+    __m512 a = _mm512_setzero_ps();
+    for (int64_t g = 0; g < ng; g += 16) {
+        __mmask16 m = ng - g >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (ng - g)) - 1);
+        a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, b + g), _mm512_maskz_loadu_ps(m, xs + g), a);
+    }
+    return _mm512_reduce_add_ps(a);
+}
+
+/* Rows [r0, r1) with bits and G constant after inlining (bits 0: MXFP4). */
+K3_VNNI_INLINE void i8_rows(const k3_rows_ctx *rc, int64_t r0, int64_t r1, int bits, int G) {
+    const i8_ctx *c = (const i8_ctx *)rc;
+    const k3_wmat *W = rc->W;
+    const int64_t ng = W->cols / G;
+    float *sb = k3_scratch(K3_SCRATCH_I8_ROW, sizeof(float) * (size_t)(2 * ng + 32));
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *row = W->data + (size_t)r * W->row_stride;
+        if (!bits) {
+            half_scales(W->scales + (size_t)r * W->scale_stride, ng, sb);
+            rc->y[r] = codes_dot(c, row, sb, 0, 32);
+            continue;
+        }
+        scales_f32(W->scale_fmt, W->scales + (size_t)r * W->scale_stride, ng, sb);
+        scales_f32(W->scale_fmt, W->biases + (size_t)r * W->bias_stride, ng, sb + ng + 16);
+        rc->y[r] = codes_dot(c, row, sb, bits, G) + bias_dot(sb + ng + 16, c->xs, ng);
+    }
+}
+
+#define I8_ROWS(B, G)                                                                              \
+    K3_VNNI static void i8_rows_##B##_##G(const k3_rows_ctx *rc, int64_t r0, int64_t r1) {         \
+        i8_rows(rc, r0, r1, B, G);                                                                 \
+    }
+#define I8_ROWS_BITS(B) I8_ROWS(B, 32) I8_ROWS(B, 64) I8_ROWS(B, 128)
+I8_ROWS_BITS(2)
+I8_ROWS_BITS(4)
+I8_ROWS_BITS(8)
+I8_ROWS(0, 32)
+
+static k3_rows_fn pick_rows(const k3_wmat *W) {
+    if (W->fmt == K3_W_MXFP4) return i8_rows_0_32;
+    const int g = W->group == 32 ? 0 : W->group == 64 ? 1 : 2;
+    static const k3_rows_fn t[3][3] = {{i8_rows_2_32, i8_rows_2_64, i8_rows_2_128},
+                                       {i8_rows_4_32, i8_rows_4_64, i8_rows_4_128},
+                                       {i8_rows_8_32, i8_rows_8_64, i8_rows_8_128}};
+    return t[W->bits == 2 ? 0 : W->bits == 4 ? 1 : 2][g];
+}
+
+void k3_matvec_i8_avx512(const k3_wmat *W, const float *x, float *y) {
+    const int64_t K = W->cols, nb = K / K3_I8_BLOCK;
+    const int P = W->fmt == K3_W_MXFP4 ? 2 : 8 / W->bits;
+    const int64_t nch = (K + 64 * P - 1) / (64 * P);
+    int8_t *q = k3_scratch(K3_SCRATCH_I8_Q, (size_t)K);
+    int8_t *xperm = k3_scratch(K3_SCRATCH_I8_X, (size_t)(nch * 64 * P));
+    /* d[nb], isum[nb], xs[ng <= nb], dlane[16 nch] */
+    float *d = k3_scratch(K3_SCRATCH_I8_D, sizeof(float) * (size_t)(3 * nb + 16 * nch));
+    int32_t *isum = (int32_t *)(void *)(d + nb);
+    float *xs = d + 2 * nb, *dlane = d + 3 * nb;
+    k3_i8_quantize_avx512(x, K, q, d, isum);
+    if (W->fmt == K3_W_AFFINE) k3_i8_group_sums(d, isum, K, W->group, xs);
+    permute_activation(q, d, K, P, xperm, dlane);
+    i8_ctx c = {{W, x, NULL, NULL, y}, xperm, dlane, xs};
+    k3_parallel_rows(&c.rows, pick_rows(W));
+}
