@@ -8,7 +8,9 @@
  * products must be bitwise identical to single-threaded ones (each output is
  * computed by the same instruction sequence whatever the row split). Where
  * the CPU has AVX-512 the quantized decode kernels run in both the AVX-512
- * and the forced AVX2-only family. */
+ * and the forced AVX2-only family. The serial entries must give the threaded
+ * bits, and the few-token kernel must be within the same bound with a
+ * per-token result that does not depend on T. */
 #include "kernels/avx512.h"
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
@@ -110,6 +112,54 @@ static void abs_products(const k3_wmat *W, const float *X, int64_t T, double *bo
 
 static int n_compared;
 
+/* |y - ref| within the f32-accumulation bound for every output. */
+static void within_bound(const char *what, const k3_wmat *W, int64_t T, const char *kind,
+                         const float *y, const float *ref, const double *bound) {
+    int bad = 0;
+    for (int64_t i = 0; i < T * W->rows && bad < 3; i++) {
+        double d = fabs((double)y[i] - (double)ref[i]);
+        if (!(d <= bound[i])) {
+            bad++;
+            CHECK(0, "%s R=%lld K=%lld T=%lld: out %lld %s %.9g ref %.9g (bound %.3g)", what,
+                  (long long)W->rows, (long long)W->cols, (long long)T, (long long)i, kind, y[i],
+                  ref[i], bound[i]);
+        }
+    }
+}
+
+/* The serial entries give the threaded bits (y); the few-token kernel is
+ * within the bound and its token t does not depend on T (bitwise equal to a
+ * one-token call on that token), checked with 1 and 2 threads. */
+static void check_serial_and_few(const char *what, const k3_wmat *W, const float *X, int64_t T,
+                                 const float *y, const float *ref, const double *bound) {
+    int64_t R = W->rows, K = W->cols;
+    float *ys = malloc(sizeof(float) * (size_t)(T * R)),
+          *yf = malloc(sizeof(float) * (size_t)(T * R));
+    float *y1 = malloc(sizeof(float) * (size_t)R);
+    omp_set_num_threads(2);
+    if (T == 1)
+        k3_matvec_serial(W, X, ys);
+    else
+        k3_matmul_serial(W, X, T, ys);
+    CHECK(memcmp(ys, y, sizeof(float) * (size_t)(T * R)) == 0,
+          "%s R=%lld K=%lld T=%lld: serial entry differs from the threaded one", what, (long long)R,
+          (long long)K, (long long)T);
+    for (int nt = 1; nt <= 2; nt++) {
+        omp_set_num_threads(nt);
+        k3_matmul_few(W, X, T, yf);
+        within_bound(what, W, T, "few", yf, ref, bound);
+        for (int64_t t = 0; t<T; t += T> 2 ? T - 1 : 1) {
+            k3_matmul_few(W, X + t * K, 1, y1);
+            CHECK(memcmp(y1, yf + t * R, sizeof(float) * (size_t)R) == 0,
+                  "%s R=%lld K=%lld T=%lld: few-token result of token %lld depends on T", what,
+                  (long long)R, (long long)K, (long long)T, (long long)t);
+        }
+    }
+    free(ys);
+    free(yf);
+    free(y1);
+}
+
 /* Compare fast vs ref for matvec (T=1) and matmul, and threads 1 vs 2. */
 static void check_product(const char *what, const k3_wmat *W, int64_t T) {
     int64_t R = W->rows, K = W->cols;
@@ -131,18 +181,11 @@ static void check_product(const char *what, const k3_wmat *W, int64_t T) {
         k3_matvec(W, X, y2);
     else
         k3_matmul(W, X, T, y2);
-    int bad = 0;
-    for (int64_t i = 0; i < T * R && bad < 3; i++) {
-        double d = fabs((double)y1[i] - (double)ref[i]);
-        if (!(d <= bound[i])) {
-            bad++;
-            CHECK(0, "%s R=%lld K=%lld T=%lld: out %lld fast %.9g ref %.9g (bound %.3g)", what,
-                  (long long)R, (long long)K, (long long)T, (long long)i, y1[i], ref[i], bound[i]);
-        }
-    }
+    within_bound(what, W, T, "fast", y1, ref, bound);
     CHECK(memcmp(y1, y2, sizeof(float) * (size_t)(T * R)) == 0,
           "%s R=%lld K=%lld T=%lld: 2 threads differ from 1", what, (long long)R, (long long)K,
           (long long)T);
+    check_serial_and_few(what, W, X, T, y1, ref, bound);
     n_compared++;
     free(X);
     free(ref);
@@ -245,6 +288,32 @@ TEST(matmul_rows_independent_of_T) {
     free_mat(&a);
 }
 
+/* The serial and few-token entries on every format for T = 1..9 (the
+ * expert token counts of a prefill), odd rows, K off the vector width. */
+TEST(few_tokens_every_format) {
+    const int bits[] = {2, 3, 4, 5, 6, 8}, groups[] = {32, 64, 128};
+    for (int64_t T = 1; T <= 9; T++) {
+        const k3_wfmt ff[] = {K3_W_F32, K3_W_F16, K3_W_BF16};
+        for (int f = 0; f < 3; f++) {
+            owned_mat m = make_mat(ff[f], 7 + 2 * T, 203 + 8 * T, 0, 0, K3_W_F32);
+            check_product(k3_wfmt_name(ff[f]), &m.w, T);
+            free_mat(&m);
+        }
+        owned_mat x = make_mat(K3_W_MXFP4, 9 + T, 96 + 32 * (T % 3), 4, 32, K3_W_F32);
+        check_product("mxfp4", &x.w, T);
+        free_mat(&x);
+        for (int b = 0; b < 6; b++) {
+            int g = groups[(b + T) % 3];
+            owned_mat a = make_mat(K3_W_AFFINE, 5 + T, g * (1 + T % 3), bits[b], g,
+                                   T % 2 ? K3_W_BF16 : K3_W_F16);
+            char what[48];
+            snprintf(what, sizeof what, "affine%d/%d", bits[b], g);
+            check_product(what, &a.w, T);
+            free_mat(&a);
+        }
+    }
+}
+
 TEST(ref_mode_is_reachable) {
     owned_mat a = make_mat(K3_W_BF16, 5, 77, 0, 0, K3_W_F32);
     float x[77], y[5], r[5];
@@ -264,6 +333,7 @@ TEST(avx2_only_mode) {
     CHECK(!strcmp(k3_kernels_name(), "avx2"));
     mxfp4_vs_ref();
     affine_every_width_group_scale_type();
+    few_tokens_every_format();
     large_threaded_vs_ref();
     k3_kernels_set_mode(K3_KERNELS_AUTO);
 }
@@ -277,6 +347,7 @@ int main(void) {
     RUN(sliced_views_vs_ref);
     RUN(large_threaded_vs_ref);
     RUN(matmul_rows_independent_of_T);
+    RUN(few_tokens_every_format);
     RUN(ref_mode_is_reachable);
     if (k3_cpu_has_avx512()) RUN(avx2_only_mode);
     printf("  (%d products compared)\n", n_compared);

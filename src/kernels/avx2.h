@@ -15,6 +15,13 @@ int k3_avx2_supports(const k3_wmat *W);
 
 void k3_matvec_avx2(const k3_wmat *W, const float *x, float *y);
 void k3_matmul_avx2(const k3_wmat *W, const float *X, int64_t T, float *Y);
+/* k3_matmul_few on the calling thread (matmul.h): row r is decoded once into
+ * an L1 buffer and dotted with every token. */
+void k3_matmul_few_avx2(const k3_wmat *W, const float *X, int64_t T, float *Y);
+
+/* 1 when the kernels must not open an OpenMP region on this thread: inside a
+ * k3_*_serial call (matmul.c) or already inside a parallel region. */
+int k3_kernels_serial(void);
 
 /* Affine matvec by digit planes (matvec_quant_avx2.c) for the widths where
  * k3_avx2_digit_planes(bits, cols); other widths use the generic decoder. */
@@ -30,7 +37,7 @@ typedef struct {
 typedef void (*k3_rows_fn)(const k3_rows_ctx *c, int64_t r0, int64_t r1);
 
 /* fn(c, r0, r1) over [0, R) in blocks of 16 rows, split over OpenMP threads
- * when R*cols is large enough. The OpenMP region lives in this plain
+ * when R*cols is large enough and !k3_kernels_serial(). The OpenMP region lives in this plain
  * function and the SIMD code in target-attributed workers: clang does not
  * give an outlined OpenMP body the target features of its enclosing function
  * (intrinsics inlined there fail to compile). */

@@ -1,14 +1,26 @@
-/* matmul.c — kernel dispatch for k3_matvec / k3_matmul.
+/* matmul.c — kernel dispatch for k3_matvec / k3_matmul and their serial forms.
  *
  * AVX2 kernels when the CPU has them and the format/shape is supported (see
  * avx2.h), the AVX-512 decode kernels on top where available (avx512.h),
  * otherwise the scalar reference. K3_KERNELS=ref or
- * k3_kernels_set_mode(K3_KERNELS_REF) forces the reference (tests, debugging). */
+ * k3_kernels_set_mode(K3_KERNELS_REF) forces the reference (tests, debugging).
+ *
+ * The serial entries set a per-thread flag that the kernels' parallel loops
+ * read (k3_kernels_serial): the same code runs, on this thread only, so the
+ * bits are those of the threaded entries. */
 #include "kernels/matmul.h"
 #include "kernels/avx2.h"
 #include "kernels/avx512.h"
 #include "kernels/cpu.h"
 #include "kernels/matvec_i8.h"
+
+#include <omp.h>
+
+static _Thread_local int serial_depth;
+
+int k3_kernels_serial(void) {
+    return serial_depth > 0 || omp_in_parallel();
+}
 
 static int use_avx2(const k3_wmat *W) {
     return k3_kernels_active() != K3_KERNELS_REF && k3_avx2_supports(W);
@@ -42,4 +54,28 @@ void k3_matmul(const k3_wmat *W, const float *X, int64_t T, float *Y) {
         matvec_fast(W, X, Y);
     else
         k3_matmul_avx2(W, X, T, Y);
+}
+
+void k3_matvec_serial(const k3_wmat *W, const float *x, float *y) {
+    serial_depth++;
+    k3_matvec(W, x, y);
+    serial_depth--;
+}
+
+void k3_matmul_serial(const k3_wmat *W, const float *X, int64_t T, float *Y) {
+    serial_depth++;
+    k3_matmul(W, X, T, Y);
+    serial_depth--;
+}
+
+/* The row-dot kernel on the AVX2 formats; the reference (one dot per token
+ * and row in double, which is T-independent too) otherwise. */
+void k3_matmul_few(const k3_wmat *W, const float *X, int64_t T, float *Y) {
+    if (W->rows <= 0 || T <= 0) return;
+    serial_depth++;
+    if (use_avx2(W))
+        k3_matmul_few_avx2(W, X, T, Y);
+    else
+        k3_matmul_ref(W, X, T, Y);
+    serial_depth--;
 }

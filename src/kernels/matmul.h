@@ -2,6 +2,9 @@
  *
  * k3_matvec / k3_matmul are the entry points the model uses; they pick the
  * fastest kernel for the format and CPU and split rows over OpenMP threads.
+ * The *_serial variants run the same kernels on the calling thread only (they
+ * never open an OpenMP region) and give the same bits: callers that split
+ * work themselves (many small products in one parallel region) use them.
  * The *_ref functions are the scalar references every fast path is tested
  * against (dequantize a row, accumulate in double). */
 #ifndef K3_KERNELS_MATMUL_H
@@ -13,6 +16,17 @@
 void k3_matvec(const k3_wmat *W, const float *x, float *y);
 /* Y[t, r] = sum_c W[r,c] X[t, c] for t in [0,T). X is [T, cols], Y is [T, rows]. */
 void k3_matmul(const k3_wmat *W, const float *X, int64_t T, float *Y);
+
+/* Bitwise the same as k3_matvec / k3_matmul, on the calling thread alone. */
+void k3_matvec_serial(const k3_wmat *W, const float *x, float *y);
+void k3_matmul_serial(const k3_wmat *W, const float *X, int64_t T, float *Y);
+
+/* Few-token product (experts in prefill: a handful of tokens each), on the
+ * calling thread: each weight row is decoded once and dotted with all T
+ * token vectors, with no k-major panel. Token t's result is bitwise
+ * k3_matvec_serial(W, X + t*cols) whatever T, so it does not depend on how
+ * many tokens share the call. Any T works; it pays off for T <= ~8. */
+void k3_matmul_few(const k3_wmat *W, const float *X, int64_t T, float *Y);
 
 void k3_matvec_ref(const k3_wmat *W, const float *x, float *y);
 void k3_matmul_ref(const k3_wmat *W, const float *X, int64_t T, float *Y);

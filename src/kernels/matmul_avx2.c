@@ -225,10 +225,46 @@ K3_AVX2 static void panel_product(const k3_wmat *W, int64_t r0, int n, const flo
 
 void k3_matmul_avx2(const k3_wmat *W, const float *X, int64_t T, float *Y) {
     const int64_t R = W->rows, npanels = (R + 15) / 16;
-    const int par = R * W->cols * T >= 65536 && npanels > 1;
-#pragma omp parallel for schedule(dynamic, 1) if (par)
+    if (R * W->cols * T < 65536 || npanels == 1 || k3_kernels_serial()) {
+        for (int64_t r0 = 0; r0 < R; r0 += 16)
+            panel_product(W, r0, R - r0 < 16 ? (int)(R - r0) : 16, X, T, Y);
+        return;
+    }
+#pragma omp parallel for schedule(dynamic, 1)
     for (int64_t b = 0; b < npanels; b++) {
         int64_t r0 = b * 16;
         panel_product(W, r0, R - r0 < 16 ? (int)(R - r0) : 16, X, T, Y);
+    }
+}
+
+/* Dot of a decoded row (f32, L1-resident) with one token: four accumulators
+ * over 32 columns, then 8-column steps, then the scalar tail; the same
+ * sequence for every token and every T. */
+K3_AVX2_INLINE float dot_f32_row(const float *w, const float *x, int64_t K) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t c = 0;
+    for (; c + 32 <= K; c += 32) {
+        a0 = _mm256_fmadd_ps(_mm256_load_ps(w + c), _mm256_loadu_ps(x + c), a0);
+        a1 = _mm256_fmadd_ps(_mm256_load_ps(w + c + 8), _mm256_loadu_ps(x + c + 8), a1);
+        a2 = _mm256_fmadd_ps(_mm256_load_ps(w + c + 16), _mm256_loadu_ps(x + c + 16), a2);
+        a3 = _mm256_fmadd_ps(_mm256_load_ps(w + c + 24), _mm256_loadu_ps(x + c + 24), a3);
+    }
+    for (; c + 8 <= K; c += 8)
+        a0 = _mm256_fmadd_ps(_mm256_load_ps(w + c), _mm256_loadu_ps(x + c), a0);
+    float s = k3_hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    for (; c < K; c++) s += w[c] * x[c];
+    return s;
+}
+
+/* Few tokens (experts in prefill): the k-major panel and its transpose cost
+ * as much as the FMAs when each weight serves only a handful of tokens, so
+ * each row is decoded once into an aligned L1 buffer and dotted with every
+ * token. Serial: callers split the work. */
+K3_AVX2 void k3_matmul_few_avx2(const k3_wmat *W, const float *X, int64_t T, float *Y) {
+    const int64_t K = W->cols, R = W->rows;
+    float *row = k3_scratch(K3_SCRATCH_PANEL, sizeof(float) * (size_t)round8(K));
+    for (int64_t r = 0; r < R; r++) {
+        k3_avx2_decode_row(W, r, row);
+        for (int64_t t = 0; t < T; t++) Y[t * R + r] = dot_f32_row(row, X + t * K, K);
     }
 }

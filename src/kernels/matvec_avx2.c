@@ -65,7 +65,11 @@ K3_AVX2_INLINE float dot_float_row(k3_wfmt fmt, const uint8_t *row, const float 
 
 void k3_parallel_rows(const k3_rows_ctx *c, k3_rows_fn fn) {
     const int64_t R = c->W->rows, nb = (R + 15) / 16;
-#pragma omp parallel for schedule(static) if (R * c->W->cols >= K3_PAR_MIN_WEIGHTS)
+    if (R * c->W->cols < K3_PAR_MIN_WEIGHTS || k3_kernels_serial()) {
+        fn(c, 0, R); /* the same per-row code as any split */
+        return;
+    }
+#pragma omp parallel for schedule(static)
     for (int64_t b = 0; b < nb; b++) fn(c, b * 16, b * 16 + 16 < R ? b * 16 + 16 : R);
 }
 

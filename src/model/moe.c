@@ -2,15 +2,66 @@
  * with selection-only correction bias and optional grouped top-k, routed
  * experts in the latent space (tokens gathered per expert so each expert's
  * weights are read once per call), routed_expert_norm, up-projection, and the
- * shared experts on the full hidden. */
+ * shared experts on the full hidden.
+ *
+ * The routed experts run in ONE parallel region over the rank's column blocks
+ * (rowpar.h): each thread computes whole blocks (every selected expert's
+ * slice, serial kernels, its own double accumulator), then the threads split
+ * the tree sum of the blocks. The arithmetic is that of the straightforward
+ * loop (k3_routed_experts_ref), so the bits do not depend on the threads.
+ * Temporaries are per-thread grow-only buffers: no allocation per token. */
+#include "model/moe.h"
 #include "base/mem.h"
 #include "kernels/matmul.h"
 #include "model/model.h"
 #include "model/ops.h"
 #include "model/rowpar.h"
 
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Per-thread grow-only temporaries. Those of the calling thread: */
+static _Thread_local k3_grow_buf tl_logits, tl_idx, tl_wts, tl_start, tl_tok, tl_wt, tl_xg,
+    tl_leaves, tl_sel, tl_lat, tl_mlp_g, tl_mlp_u;
+/* and those of every thread that computes a block: */
+static _Thread_local k3_grow_buf tl_y, tl_g, tl_u, tl_d;
+
+#define FLOATS(buf, n) ((float *)k3_grow(&(buf), sizeof(float) * (size_t)((n) > 0 ? (n) : 1)))
+
+static int few_max = 8;
+
+void k3_moe_set_few_tokens(int n) {
+    few_max = n;
+}
+
+/* Y = W X for the n tokens of one expert. The kernel depends on n alone, so
+ * every block split, thread count and TP rank picks the same one. Inside a
+ * parallel region k3_matmul runs serially (kernels/avx2.h). */
+static void expert_product(const k3_wmat *W, const float *X, int64_t n, float *Y) {
+    if (n > 1 && n <= few_max)
+        k3_matmul_few(W, X, n, Y);
+    else
+        k3_matmul(W, X, n, Y);
+}
+
+/* Rows [0, I) of gate and up for one token in one parallel region: row chunks
+ * of both matrices are the work items (each row is computed as in a whole
+ * product, so the bits are those of two k3_matvec calls). */
+static void gate_up_one_token(const k3_mlp_w *w, const float *x, float *g, float *u) {
+    const int64_t I = w->gate.rows, chunk = 64, nch = (I + chunk - 1) / chunk;
+    if (I * w->gate.cols < 32768 || omp_in_parallel()) {
+        k3_matvec(&w->gate, x, g);
+        k3_matvec(&w->up, x, u);
+        return;
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t it = 0; it < 2 * nch; it++) {
+        const int64_t r0 = (it % nch) * chunk, nr = I - r0 < chunk ? I - r0 : chunk;
+        k3_wmat v = k3_wmat_rows(it < nch ? &w->gate : &w->up, r0, nr);
+        k3_matvec(&v, x, (it < nch ? g : u) + r0);
+    }
+}
 
 void k3_mlp_forward(const k3_model *m, const k3_mlp_w *w, const float *x, int64_t T, float *out) {
     k3_mlp_partial(m, w, x, T, out);
@@ -19,15 +70,16 @@ void k3_mlp_forward(const k3_model *m, const k3_mlp_w *w, const float *x, int64_
 
 void k3_mlp_partial(const k3_model *m, const k3_mlp_w *w, const float *x, int64_t T, float *out) {
     int64_t I = w->gate.rows;
-    float *g = k3_xmalloc(sizeof(float) * (size_t)(T * I));
-    float *u = k3_xmalloc(sizeof(float) * (size_t)(T * I));
-    k3_matmul(&w->gate, x, T, g);
-    k3_matmul(&w->up, x, T, u);
+    float *g = FLOATS(tl_mlp_g, T * I), *u = FLOATS(tl_mlp_u, T * I);
+    if (T == 1) {
+        gate_up_one_token(w, x, g, u);
+    } else {
+        k3_matmul(&w->gate, x, T, g);
+        k3_matmul(&w->up, x, T, u);
+    }
     float beta = (float)m->c->situ_beta, lbeta = (float)m->c->situ_linear_beta;
     k3_situ_vec(u, g, T * I, beta, lbeta);
     k3_rowpar_matmul(m, &w->down, u, T, out); /* canonical block order (rowpar.h) */
-    free(g);
-    free(u);
 }
 
 /* Index of the largest v[i] among i with !taken[i]; ties go to the lower index. */
@@ -70,9 +122,10 @@ static void limit_groups(const k3_config *c, float *s) {
 void k3_moe_select(const k3_config *c, const float *logits, const float *bias, int *idx,
                    float *wts) {
     int E = c->num_experts, K = c->num_experts_per_token;
-    float *score = k3_xmalloc(sizeof(float) * (size_t)E),
-          *sel = k3_xmalloc(sizeof(float) * (size_t)E);
-    uint8_t *taken = k3_xcalloc((size_t)E, 1);
+    float *score = k3_grow(&tl_sel, (sizeof(float) * 2 + 1) * (size_t)E + 64);
+    float *sel = score + E;
+    uint8_t *taken = (uint8_t *)(sel + E);
+    memset(taken, 0, (size_t)E);
     for (int e = 0; e < E; e++) {
         score[e] = k3_sigmoid(logits[e]);
         sel[e] = score[e] + bias[e];
@@ -89,87 +142,114 @@ void k3_moe_select(const k3_config *c, const float *logits, const float *bias, i
         if (K > 1 && c->moe_renormalize) wts[k] = (float)(wts[k] / (sum + 1e-20));
         wts[k] *= (float)c->routed_scaling_factor;
     }
-    free(score);
-    free(sel);
-    free(taken);
 }
 
-/* Block b (of the rank's nb column blocks, spec §5.1 / rowpar.h) of one expert on the n
- * tokens routed to it: y[tok] += wt * down_b(SiTU(up_b x, gate_b x)), where up_b / gate_b
- * are rows [b*ml, (b+1)*ml) and down_b the same columns. The blocks of an expert sum to it. */
-static void run_expert(const k3_model *m, const k3_moe_w *w, int e, int b, int64_t ml,
-                       const float *xin, int64_t X, const int64_t *tok, const float *wt, int64_t n,
-                       double *y) {
-    k3_wmat eg = k3_wmat_rows(&w->eg[e], b * ml, ml), eu = k3_wmat_rows(&w->eu[e], b * ml, ml);
-    k3_wmat ed = k3_wmat_cols(&w->ed[e], b * ml, ml);
-    float *xe = k3_xmalloc(sizeof(float) * (size_t)(n * X));
-    float *g = k3_xmalloc(sizeof(float) * (size_t)(n * ml));
-    float *u = k3_xmalloc(sizeof(float) * (size_t)(n * ml));
-    float *d = k3_xmalloc(sizeof(float) * (size_t)(n * X));
-    for (int64_t i = 0; i < n; i++) memcpy(xe + i * X, xin + tok[i] * X, sizeof(float) * (size_t)X);
-    k3_matmul(&eg, xe, n, g);
-    k3_matmul(&eu, xe, n, u);
-    float beta = (float)m->c->situ_beta, lbeta = (float)m->c->situ_linear_beta;
-    k3_situ_vec(u, g, n * ml, beta, lbeta);
-    k3_matmul(&ed, u, n, d);
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = 0; j < X; j++) y[tok[i] * X + j] += (double)wt[i] * d[i * X + j];
-    free(xe);
-    free(g);
-    free(u);
-    free(d);
-}
+/* The routing of T tokens: the selections sorted by expert (tokens in order
+ * within an expert): expert e has entries [start[e], start[e+1]) of tok/wt,
+ * and xg holds the gathered inputs (row i = xin[tok[i]]). */
+typedef struct {
+    const k3_model *m;
+    const k3_moe_w *w;
+    const int64_t *start, *tok;
+    const float *wt, *xg;
+    int64_t T, X, ml;
+} moe_job;
 
-/* Route every token, group the (token, weight) pairs by expert, then per column block run
- * each selected expert once over its tokens; the blocks' sums are added in the canonical
- * tree order (rowpar.h) so that tensor-parallel ranks reproduce one process exactly. */
-static void routed_experts(const k3_model *m, const k3_moe_w *w, const float *x, const float *xin,
-                           int64_t T, int64_t X, float *ylat) {
+static void route_tokens(const k3_model *m, const k3_moe_w *w, const float *x, const float *xin,
+                         int64_t T, int64_t X, moe_job *j) {
     const k3_config *c = m->c;
     int E = c->num_experts, K = c->num_experts_per_token;
-    float *logits = k3_xmalloc(sizeof(float) * (size_t)(T * E));
+    float *logits = FLOATS(tl_logits, T * E);
     k3_matmul(&w->router, x, T, logits);
-    int *idx = k3_xmalloc(sizeof(int) * (size_t)(T * K));
-    float *wts = k3_xmalloc(sizeof(float) * (size_t)(T * K));
+    int *idx = k3_grow(&tl_idx, sizeof(int) * (size_t)(T * K));
+    float *wts = FLOATS(tl_wts, T * K);
     for (int64_t t = 0; t < T; t++)
         k3_moe_select(c, logits + t * E, w->bias, idx + t * K, wts + t * K);
-    /* counting sort of the T*K selections by expert, tokens in order within an expert */
-    int64_t *start = k3_xcalloc((size_t)E + 1, sizeof(int64_t));
+    /* counting sort of the T*K selections by expert */
+    int64_t *start = k3_grow(&tl_start, sizeof(int64_t) * (size_t)(2 * (E + 1)));
+    int64_t *fill = start + E + 1;
+    memset(start, 0, sizeof(int64_t) * (size_t)(E + 1));
     for (int64_t i = 0; i < T * K; i++) start[idx[i] + 1]++;
     for (int e = 0; e < E; e++) start[e + 1] += start[e];
-    int64_t *fill = k3_xmalloc(sizeof(int64_t) * (size_t)(E + 1));
     memcpy(fill, start, sizeof(int64_t) * (size_t)(E + 1));
-    int64_t *tok = k3_xmalloc(sizeof(int64_t) * (size_t)(T * K));
-    float *wt = k3_xmalloc(sizeof(float) * (size_t)(T * K));
+    int64_t *tok = k3_grow(&tl_tok, sizeof(int64_t) * (size_t)(T * K));
+    float *wt = FLOATS(tl_wt, T * K), *xg = FLOATS(tl_xg, T * K * X);
     for (int64_t t = 0; t < T; t++)
         for (int k = 0; k < K; k++) {
             int64_t at = fill[idx[t * K + k]]++;
             tok[at] = t;
             wt[at] = wts[t * K + k];
+            memcpy(xg + at * X, xin + t * X, sizeof(float) * (size_t)X);
         }
     int nb = k3_rowpar_local_blocks(m, &w->ed[0]);
-    int64_t ml = w->eg[0].rows / nb;
-    double *y = k3_xmalloc(sizeof(double) * (size_t)(T * X));
-    k3_tree_sum acc;
-    k3_tree_init(&acc, T * X);
-    for (int b = 0; b < nb; b++) {
-        memset(y, 0, sizeof(double) * (size_t)(T * X));
-        for (int e = 0; e < E; e++)
-            if (start[e + 1] > start[e])
-                run_expert(m, w, e, b, ml, xin, X, tok + start[e], wt + start[e],
-                           start[e + 1] - start[e], y);
-        for (int64_t i = 0; i < T * X; i++) ylat[i] = (float)y[i];
-        k3_tree_add(&acc, ylat);
+    *j = (moe_job){m, w, start, tok, wt, xg, T, X, w->eg[0].rows / nb};
+}
+
+/* Block b of expert e (spec §5.1 / rowpar.h) on its n tokens: y[tok] += wt *
+ * down_b(SiTU(up_b x, gate_b x)), where up_b / gate_b are rows [b*ml, (b+1)*ml)
+ * and down_b the same columns. The blocks of an expert sum to it. */
+static void expert_block(const moe_job *j, int e, int b, double *y) {
+    const int64_t s0 = j->start[e], n = j->start[e + 1] - s0, ml = j->ml, X = j->X;
+    const k3_moe_w *w = j->w;
+    k3_wmat eg = k3_wmat_rows(&w->eg[e], b * ml, ml), eu = k3_wmat_rows(&w->eu[e], b * ml, ml);
+    k3_wmat ed = k3_wmat_cols(&w->ed[e], b * ml, ml);
+    float *g = FLOATS(tl_g, n * ml), *u = FLOATS(tl_u, n * ml), *d = FLOATS(tl_d, n * X);
+    const float *xe = j->xg + s0 * X;
+    expert_product(&eg, xe, n, g);
+    expert_product(&eu, xe, n, u);
+    float beta = (float)j->m->c->situ_beta, lbeta = (float)j->m->c->situ_linear_beta;
+    k3_situ_vec(u, g, n * ml, beta, lbeta);
+    expert_product(&ed, u, n, d);
+    for (int64_t i = 0; i < n; i++) {
+        double *yt = y + j->tok[s0 + i] * X;
+        const double wt = (double)j->wt[s0 + i];
+        for (int64_t c = 0; c < X; c++) yt[c] += wt * d[i * X + c];
     }
-    k3_tree_finish(&acc, ylat);
-    free(logits);
-    free(idx);
-    free(wts);
-    free(start);
-    free(fill);
-    free(tok);
-    free(wt);
-    free(y);
+}
+
+/* leaf [T, X] = block b summed over the selected experts in ascending order. */
+static void run_block(const moe_job *j, int b, float *leaf) {
+    const int E = j->m->c->num_experts;
+    double *y = k3_grow(&tl_y, sizeof(double) * (size_t)(j->T * j->X));
+    memset(y, 0, sizeof(double) * (size_t)(j->T * j->X));
+    for (int e = 0; e < E; e++)
+        if (j->start[e + 1] > j->start[e]) expert_block(j, e, b, y);
+    for (int64_t i = 0; i < j->T * j->X; i++) leaf[i] = (float)y[i];
+}
+
+void k3_routed_experts(const k3_model *m, const k3_moe_w *w, const float *x, const float *xin,
+                       int64_t T, int64_t X, float *ylat) {
+    moe_job j;
+    route_tokens(m, w, x, xin, T, X, &j);
+    const int nb = k3_rowpar_local_blocks(m, &w->ed[0]);
+    if (nb == 1) { /* one block: the kernels split each product instead */
+        run_block(&j, 0, ylat);
+        return;
+    }
+    float *leaves = FLOATS(tl_leaves, nb * T * X), *leaf[K3_ROWPAR_BLOCKS];
+    for (int b = 0; b < nb; b++) leaf[b] = leaves + (int64_t)b * T * X;
+#pragma omp parallel
+    {
+#pragma omp for schedule(static)
+        for (int b = 0; b < nb; b++) run_block(&j, b, leaf[b]);
+        k3_tree_reduce_into(leaf, nb, T * X, ylat);
+    }
+}
+
+void k3_routed_experts_ref(const k3_model *m, const k3_moe_w *w, const float *x, const float *xin,
+                           int64_t T, int64_t X, float *ylat) {
+    moe_job j;
+    route_tokens(m, w, x, xin, T, X, &j);
+    const int nb = k3_rowpar_local_blocks(m, &w->ed[0]);
+    float *leaves = k3_xmalloc(sizeof(float) * (size_t)(nb * T * X));
+    float *leaf[K3_ROWPAR_BLOCKS];
+    for (int b = 0; b < nb; b++) {
+        leaf[b] = leaves + (int64_t)b * T * X;
+        run_block(&j, b, leaf[b]); /* not in a region: threaded kernels */
+    }
+    k3_tree_reduce(leaf, nb, T * X);
+    memcpy(ylat, leaf[0], sizeof(float) * (size_t)(T * X));
+    free(leaves);
 }
 
 void k3_moe_forward(const k3_model *m, const k3_moe_w *w, const float *x, int64_t T, float *out) {
@@ -178,12 +258,12 @@ void k3_moe_forward(const k3_model *m, const k3_moe_w *w, const float *x, int64_
     /* ylat [T, X] and, with shared experts, their partial output [T, D] behind it:
      * tensor parallel sums both in ONE all-reduce, before the norm (spec §5.1). */
     int64_t ns = c->num_shared_experts ? T * D : 0;
-    float *xin = NULL, *ylat = k3_xmalloc(sizeof(float) * (size_t)(T * X + ns));
+    float *ylat = FLOATS(tl_lat, T * X + ns + (L ? T * L : 0)), *xin = NULL;
     if (L) {
-        xin = k3_xmalloc(sizeof(float) * (size_t)(T * L));
+        xin = ylat + T * X + ns;
         k3_matmul(&w->lat_down, x, T, xin);
     }
-    routed_experts(m, w, x, L ? xin : x, T, X, ylat);
+    k3_routed_experts(m, w, x, L ? xin : x, T, X, ylat);
     float *shared = ylat + T * X;
     if (ns) k3_mlp_partial(m, &w->shared, x, T, shared);
     k3_model_reduce(m, ylat, T * X + ns); /* before the norm (spec §5.1) */
@@ -195,6 +275,4 @@ void k3_moe_forward(const k3_model *m, const k3_moe_w *w, const float *x, int64_
         memcpy(out, ylat, sizeof(float) * (size_t)(T * D));
     if (ns)
         for (int64_t i = 0; i < T * D; i++) out[i] += shared[i];
-    free(xin);
-    free(ylat);
 }

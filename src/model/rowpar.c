@@ -1,14 +1,23 @@
-/* rowpar.c — canonical blocked order of sharded-to-all products (see rowpar.h). */
+/* rowpar.c — canonical blocked order of sharded-to-all products (see rowpar.h).
+ *
+ * k3_rowpar_matmul computes the nb column-block partials of W X and their
+ * tree sum in ONE parallel region: the work items are (block, row chunk)
+ * pairs, each a serial product (k3_matmul_serial) on the view
+ * rows(cols(W, b*bc, bc), r0, nr) — bitwise the rows of k3_matmul on the
+ * block view, since every kernel computes a row independently of the others
+ * — written into that block's leaf; then the threads split the elementwise
+ * tree sum of the leaves. Buffers are per-thread and grow-only. */
 #include "model/rowpar.h"
 
-#include <stdlib.h>
+#include <omp.h>
 #include <string.h>
 
-#include "base/mem.h"
 #include "kernels/matmul.h"
 
 /* Tokens per pass: bounds the per-block buffers of a long prefill. */
 #define TCHUNK 256
+/* Below this many multiply-adds a parallel region costs more than it saves. */
+#define PAR_MIN_MACS 65536
 
 static int blocks_for(int64_t cols_full, const k3_wmat *W) {
     int64_t g = (W->fmt == K3_W_MXFP4 || W->fmt == K3_W_AFFINE) && W->group > 0 ? W->group : 1;
@@ -23,46 +32,118 @@ int k3_rowpar_local_blocks(const k3_model *m, const k3_wmat *W) {
     return nb % N == 0 ? nb / N : 1;
 }
 
-void k3_tree_init(k3_tree_sum *t, int64_t len) {
-    memset(t, 0, sizeof *t);
-    t->len = len;
-}
-
-void k3_tree_add(k3_tree_sum *t, const float *leaf) {
-    float *cur = k3_xmalloc(sizeof(float) * (size_t)(t->len ? t->len : 1));
-    memcpy(cur, leaf, sizeof(float) * (size_t)t->len);
-    int lvl = 0;
-    while (lvl < 31 && t->slot[lvl]) { /* binary counter: merge equal-sized subtrees */
-        for (int64_t i = 0; i < t->len; i++) cur[i] = t->slot[lvl][i] + cur[i];
-        free(t->slot[lvl]);
-        t->slot[lvl++] = NULL;
-    }
-    t->slot[lvl] = cur;
-}
-
-void k3_tree_finish(k3_tree_sum *t, float *out) {
-    float *acc = NULL;
-    for (int lvl = 0; lvl < 32; lvl++) {
-        if (!t->slot[lvl]) continue;
-        if (acc) {
-            for (int64_t i = 0; i < t->len; i++) acc[i] = t->slot[lvl][i] + acc[i];
-            free(t->slot[lvl]);
-        } else {
-            acc = t->slot[lvl];
-        }
-        t->slot[lvl] = NULL;
-    }
-    if (acc)
-        memcpy(out, acc, sizeof(float) * (size_t)t->len);
-    else
-        memset(out, 0, sizeof(float) * (size_t)t->len);
-    free(acc);
-}
-
 void k3_tree_reduce(float *const *parts, int n, int64_t len) {
     for (int s = 1; s < n; s *= 2)
         for (int i = 0; i + s < n; i += 2 * s)
             for (int64_t j = 0; j < len; j++) parts[i][j] = parts[i][j] + parts[i + s][j];
+}
+
+/* Elements per chunk of k3_tree_reduce_into: the chunk's copies of the n
+ * parts (n*CHUNK floats) live on the stack. */
+#define TREE_CHUNK_FLOATS 4096
+
+/* The tree over elements [j0, j0+cl) of the parts, into out[j0..). */
+static void tree_chunk(float *const *parts, int n, int64_t j0, int64_t cl, float *out) {
+    float tmp[TREE_CHUNK_FLOATS];
+    float *p[TREE_CHUNK_FLOATS / 8];
+    for (int i = 0; i < n; i++) {
+        p[i] = tmp + (int64_t)i * cl;
+        memcpy(p[i], parts[i] + j0, sizeof(float) * (size_t)cl);
+    }
+    k3_tree_reduce(p, n, cl);
+    memcpy(out + j0, p[0], sizeof(float) * (size_t)cl);
+}
+
+void k3_tree_reduce_into(float *const *parts, int n, int64_t len, float *out) {
+    if (n <= 1) {
+        if (n == 1 && len > 0 && out != parts[0])
+            memcpy(out, parts[0], sizeof(float) * (size_t)len);
+        return;
+    }
+    if (n > TREE_CHUNK_FLOATS / 8) { /* not a K3 case: the plain in-place form */
+#pragma omp single
+        {
+            k3_tree_reduce(parts, n, len);
+            memcpy(out, parts[0], sizeof(float) * (size_t)len);
+        }
+        return;
+    }
+    const int64_t cl = TREE_CHUNK_FLOATS / n, nch = (len + cl - 1) / cl;
+#pragma omp for schedule(static)
+    for (int64_t c = 0; c < nch; c++)
+        tree_chunk(parts, n, c * cl, c * cl + cl <= len ? cl : len - c * cl, out);
+}
+
+/* Per-thread grow-only buffers (the token loop does not allocate). */
+static _Thread_local k3_grow_buf tl_leaves, tl_xb, tl_tmp;
+
+typedef struct {
+    const k3_wmat *W;
+    const float *const *xb; /* [nb] blocks of X, each [n, bc] */
+    float *const *leaf;     /* [nb] partials, each [n, R] */
+    int64_t n, bc, rows_per_item;
+    int nb, nchunks;
+} rowpar_job;
+
+/* Item it = (block b, row chunk): rows [r0, r0+nr) of block b's partial. */
+static void rowpar_item(const rowpar_job *j, int64_t it) {
+    const int b = (int)(it / j->nchunks);
+    const int64_t R = j->W->rows, r0 = (it % j->nchunks) * j->rows_per_item;
+    const int64_t nr = R - r0 < j->rows_per_item ? R - r0 : j->rows_per_item;
+    if (nr <= 0) return;
+    k3_wmat Wb = k3_wmat_cols(j->W, b * j->bc, j->bc);
+    k3_wmat Wv = k3_wmat_rows(&Wb, r0, nr);
+    if (j->n == 1) {
+        k3_matvec_serial(&Wv, j->xb[b], j->leaf[b] + r0);
+        return;
+    }
+    float *y = k3_grow(&tl_tmp, sizeof(float) * (size_t)(j->n * nr));
+    k3_matmul_serial(&Wv, j->xb[b], j->n, y);
+    for (int64_t t = 0; t < j->n; t++)
+        memcpy(j->leaf[b] + t * R + r0, y + t * nr, sizeof(float) * (size_t)nr);
+}
+
+/* Row chunks per block so that there are a few items per thread. */
+static int chunks_per_block(int nb, int64_t R) {
+    int nth = omp_get_max_threads(), want = (4 * nth + nb - 1) / nb;
+    int64_t max_chunks = (R + 15) / 16;
+    if (nth <= 1) return 1;
+    return want < max_chunks ? want : (int)max_chunks;
+}
+
+/* n tokens (n <= TCHUNK) of the blocked product into Y [n, R]. */
+static void rowpar_pass(const k3_wmat *W, int nb, const float *X, int64_t n, float *Y) {
+    const int64_t bc = W->cols / nb, R = W->rows;
+    float *leaves = k3_grow(&tl_leaves, sizeof(float) * (size_t)(nb * n * R));
+    float *leaf[K3_ROWPAR_BLOCKS];
+    const float *xb[K3_ROWPAR_BLOCKS];
+    float *xs = n > 1 ? k3_grow(&tl_xb, sizeof(float) * (size_t)(n * W->cols)) : NULL;
+    for (int b = 0; b < nb; b++) {
+        leaf[b] = leaves + (int64_t)b * n * R;
+        if (n == 1) { /* one token: block b of x is contiguous already */
+            xb[b] = X + b * bc;
+            continue;
+        }
+        float *d = xs + (int64_t)b * n * bc;
+        for (int64_t t = 0; t < n; t++)
+            memcpy(d + t * bc, X + t * W->cols + b * bc, sizeof(float) * (size_t)bc);
+        xb[b] = d;
+    }
+    int nch = chunks_per_block(nb, R);
+    rowpar_job j = {W, xb, leaf, n, bc, (((R + nch - 1) / nch) + 15) / 16 * 16, nb, nch};
+    j.nchunks = (int)((R + j.rows_per_item - 1) / j.rows_per_item);
+    const int64_t items = (int64_t)nb * j.nchunks;
+    if (R * W->cols * n < PAR_MIN_MACS || omp_in_parallel()) {
+        for (int64_t it = 0; it < items; it++) rowpar_item(&j, it);
+        k3_tree_reduce_into(leaf, nb, n * R, Y);
+        return;
+    }
+#pragma omp parallel
+    {
+#pragma omp for schedule(static)
+        for (int64_t it = 0; it < items; it++) rowpar_item(&j, it);
+        k3_tree_reduce_into(leaf, nb, n * R, Y);
+    }
 }
 
 void k3_rowpar_matmul(const k3_model *m, const k3_wmat *W, const float *X, int64_t T, float *Y) {
@@ -71,22 +152,8 @@ void k3_rowpar_matmul(const k3_model *m, const k3_wmat *W, const float *X, int64
         k3_matmul(W, X, T, Y);
         return;
     }
-    int64_t bc = W->cols / nb, R = W->rows, tc = T < TCHUNK ? T : TCHUNK;
-    float *xb = k3_xmalloc(sizeof(float) * (size_t)(tc * bc));
-    float *yb = k3_xmalloc(sizeof(float) * (size_t)(tc * R));
-    for (int64_t t0 = 0; t0 < T; t0 += tc) {
-        int64_t n = T - t0 < tc ? T - t0 : tc;
-        k3_tree_sum acc;
-        k3_tree_init(&acc, n * R);
-        for (int b = 0; b < nb; b++) {
-            k3_wmat Wb = k3_wmat_cols(W, b * bc, bc);
-            for (int64_t t = 0; t < n; t++)
-                memcpy(xb + t * bc, X + (t0 + t) * W->cols + b * bc, sizeof(float) * (size_t)bc);
-            k3_matmul(&Wb, xb, n, yb);
-            k3_tree_add(&acc, yb);
-        }
-        k3_tree_finish(&acc, Y + t0 * R);
+    for (int64_t t0 = 0; t0 < T; t0 += TCHUNK) {
+        int64_t n = T - t0 < TCHUNK ? T - t0 : TCHUNK;
+        rowpar_pass(W, nb, X + t0 * W->cols, n, Y + t0 * W->rows);
     }
-    free(xb);
-    free(yb);
 }

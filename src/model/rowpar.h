@@ -22,16 +22,14 @@ int k3_rowpar_local_blocks(const k3_model *m, const k3_wmat *W);
 /* Y[T, rows] = this rank's partial of W X (X [T, W.cols]) in the canonical order. */
 void k3_rowpar_matmul(const k3_model *m, const k3_wmat *W, const float *X, int64_t T, float *Y);
 
-/* Streaming pairwise tree sum of leaves of `len` floats: ((l0+l1)+(l2+l3))+... */
-typedef struct {
-    float *slot[32];
-    int64_t len;
-} k3_tree_sum;
-void k3_tree_init(k3_tree_sum *t, int64_t len);
-void k3_tree_add(k3_tree_sum *t, const float *leaf);
-/* Writes the sum to out and frees the slots (out = 0 if no leaf was added). */
-void k3_tree_finish(k3_tree_sum *t, float *out);
-/* In-place tree sum of n arrays into parts[0] (the order k3_tree_sum uses). */
+/* In-place tree sum of n arrays into parts[0]: ((p0+p1)+(p2+p3))+... for n a
+ * power of two; for other n the order a binary counter of subtrees gives (the
+ * canonical order; src/dist finishes the same tree across ranks). */
 void k3_tree_reduce(float *const *parts, int n, int64_t len);
+/* The same sums written to out[0..len), the parts left untouched; bitwise
+ * equal to k3_tree_reduce. Called inside a parallel region (by every thread
+ * of it: an orphaned `omp for`) the elements are split over its threads;
+ * otherwise it runs on the calling thread. No allocation. */
+void k3_tree_reduce_into(float *const *parts, int n, int64_t len, float *out);
 
 #endif
