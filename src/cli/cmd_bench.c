@@ -1,7 +1,7 @@
 /* cmd_bench.c — `k3 bench`: model tokens/s against the memory-bandwidth roofline,
  * and kernel micro-benchmarks.
  *
- *   k3 bench --model DIR [-p 64] [-n 32] [--threads N] [--runs R] [--json]
+ *   k3 bench --model DIR [-p 64] [-n 32] [--threads N] [--runs R] [--json] [--act-int8]
  *       prefill and decode tokens/s (median of R runs after a warm-up), peak
  *       RSS, weight bytes read per decoded token, memory read bandwidth
  *       measured in the same run, and roofline = decode tok/s / (bw / bytes).
@@ -15,6 +15,7 @@
 #include "base/mem.h"
 #include "kernels/cpu.h"
 #include "kernels/kbench.h"
+#include "kernels/matvec_i8.h"
 #include "kernels/membw.h"
 
 #include <omp.h>
@@ -26,6 +27,7 @@
 
 static void bench_usage(FILE *f) {
     fprintf(f, "usage: k3 bench --model DIR [-p 64] [-n 32] [--threads N] [--runs 5] [--json]\n"
+               "                [--act-int8]\n"
                "       k3 bench --kernels [--threads N] [-p T] [--quick]\n"
                "       k3 bench --bandwidth [--threads N]\n"
                "\n"
@@ -33,6 +35,8 @@ static void bench_usage(FILE *f) {
                "                warm-up; reports medians, peak RSS, bytes read per decoded\n"
                "                token, measured bandwidth and the roofline ratio\n"
                "  --json        one JSON object on stdout instead of text\n"
+               "  --act-int8    int8 activations in quantized decode (AVX-512 VNNI; lossy,\n"
+               "                opt-in; also K3_ACT=int8)\n"
                "  --kernels     matvec (decode) GB/s and matmul (prefill, T tokens, default 64)\n"
                "                GFLOP/s for every weight format, plus memory read bandwidth\n"
                "  --bandwidth   streaming-read bandwidth over a 512 MiB buffer\n"
@@ -84,6 +88,8 @@ static int parse_args(int argc, char **argv, bench_args *a) {
             a->quick = 1;
         } else if (!strcmp(o, "--json")) {
             a->json = 1;
+        } else if (!strcmp(o, "--act-int8")) {
+            k3_act_int8_set(1);
         } else if (!strcmp(o, "--model") && i + 1 < argc) {
             a->model = argv[++i];
         } else if (iv && i + 1 < argc) {
@@ -219,6 +225,15 @@ static int measure_model(const bench_args *a, model_result *r) {
     return 0;
 }
 
+/* The activation mode decode products use: "int8" only where the CPU runs the kernel. */
+static const char *activation_mode(int verbose) {
+    int on = k3_act_int8(),
+        have = k3_kernels_active() == K3_KERNELS_AVX512 && k3_cpu_has_avx512_vnni();
+    if (on && have) return verbose ? "int8 (opt-in, lossy)" : "int8";
+    if (on) return verbose ? "f32 (int8 asked for, needs AVX-512 VNNI kernels)" : "f32";
+    return verbose ? "f32 (exact)" : "f32";
+}
+
 static int run_model(const bench_args *a) {
     model_result r = {0};
     if (measure_model(a, &r) < 0) {
@@ -230,13 +245,14 @@ static int run_model(const bench_args *a) {
         printf("{\"model\":\"%s\",\"threads\":%d,\"kernels\":\"%s\",\"prompt\":%ld,\"decode\":%ld,"
                "\"runs\":%ld,\"load_s\":%.3f,\"prefill_tps\":%.2f,\"decode_tps\":%.2f,"
                "\"peak_rss_bytes\":%llu,\"weight_bytes\":%llu,\"active_bytes_per_token\":%llu,"
-               "\"bandwidth_bytes_per_s\":%.0f,\"roofline\":%.3f}\n",
+               "\"bandwidth_bytes_per_s\":%.0f,\"roofline\":%.3f,\"activations\":\"%s\"}\n",
                a->model, th, k3_kernels_name(), a->T, a->n, a->runs, r.load_s, r.prefill_tps,
                r.decode_tps, (unsigned long long)r.peak_rss, (unsigned long long)r.weight_bytes,
-               (unsigned long long)r.active_bytes, r.bw, r.roofline);
+               (unsigned long long)r.active_bytes, r.bw, r.roofline, activation_mode(0));
         return 0;
     }
     printf("model            %s (%s kernels, %d threads)\n", a->model, k3_kernels_name(), th);
+    printf("activations      %s\n", activation_mode(1));
     printf("load             %.3f s\n", r.load_s);
     printf("prefill          %.1f tokens/s (%ld-token prompt, median of %ld)\n", r.prefill_tps,
            a->T, a->runs);

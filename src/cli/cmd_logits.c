@@ -1,7 +1,7 @@
 /* cmd_logits.c — `k3 logits`: float32 logits [T, vocab] (row-major) for a token list.
  *
  *   k3 logits --model DIR --tokens 1,2,3 --out FILE [--mode prefill|decode|chunked:N]
- *             [--threads N] [--pipeline]
+ *             [--threads N] [--pipeline] [--act-int8]
  *
  * Under `mpirun -np N` the model is split N ways (tensor parallel, or layer
  * ranges with --pipeline; src/dist/launch.h) and rank 0 writes FILE.
@@ -13,6 +13,7 @@
 #include "dist/dist.h"
 #include "dist/launch.h"
 #include "k3.h"
+#include "kernels/matvec_i8.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -22,9 +23,12 @@
 static void usage(FILE *f) {
     fprintf(f, "usage: k3 logits --model DIR --tokens 1,2,3 --out FILE\n"
                "                 [--mode prefill|decode|chunked:N] [--threads N] [--pipeline]\n"
+               "                 [--act-int8]\n"
                "writes float32 logits [T, vocab], row-major, to FILE\n"
                "under mpirun -np N: tensor parallel over N ranks (--pipeline: layer ranges),\n"
-               "rank 0 writes FILE\n");
+               "rank 0 writes FILE\n"
+               "--act-int8: int8 activations in quantized one-token (decode) products\n"
+               "(AVX-512 VNNI; lossy, off by default)\n");
 }
 
 /* Strict comma-separated non-negative integers. */
@@ -116,6 +120,10 @@ int cmd_logits(int argc, char **argv) {
         }
         if (!strcmp(a, "--pipeline")) {
             pipeline = 1;
+            continue;
+        }
+        if (!strcmp(a, "--act-int8")) {
+            k3_act_int8_set(1);
             continue;
         }
         if (i + 1 >= argc) {

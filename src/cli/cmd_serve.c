@@ -7,6 +7,7 @@
 
 #include "base/err.h"
 #include "gen/builtin.h"
+#include "kernels/matvec_i8.h"
 #include "serve/server.h"
 
 static void serve_usage(FILE *f) {
@@ -29,6 +30,8 @@ static void serve_usage(FILE *f) {
                "  --prefill-chunk N    prompt tokens per request per scheduler round (default 64)\n"
                "  --cache-mb N         prompt-cache memory budget in MiB (default 1024; 0 = off)\n"
                "  --threads N          OpenMP threads for the model (default: all cores)\n"
+               "  --act-int8           int8 activations for quantized decode (AVX-512 VNNI;\n"
+               "                       faster, lossy, off by default)\n"
                "  --test-mode          accept k3_test_force_tokens / k3_test_force_text request\n"
                "                       fields (tests only: forces the generated tokens)\n");
 }
@@ -60,6 +63,7 @@ static int parse_opt(const char *a, const char *v, serve_opts *o, model_args *m)
         "--max-body",      "--max-tokens", "--timeout", "--shutdown-grace", "--parallel",
         "--prefill-chunk", "--cache-mb",   "--threads"};
     if (!strcmp(a, "--test-mode")) return o->test_mode = 1, 0;
+    if (!strcmp(a, "--act-int8")) return k3_act_int8_set(1), 0;
     int known = 0;
     for (size_t i = 0; i < sizeof with_value / sizeof *with_value; i++)
         known |= !strcmp(a, with_value[i]);

@@ -2,6 +2,7 @@
 #include "gen/gen_opts.h"
 
 #include "base/err.h"
+#include "kernels/matvec_i8.h"
 
 #include <errno.h>
 #include <math.h>
@@ -30,6 +31,8 @@ void k3_gen_opts_usage(FILE *f, const char *cmd) {
             "  --thinking on|off            open the think channel (default on)\n"
             "  --no-chat-template           %s\n"
             "  --threads N                  worker threads (default: all cores)\n"
+            "  --act-int8                   int8 activations for quantized decode (AVX-512\n"
+            "                               VNNI; faster, lossy, off by default)\n"
             "  --verbose                    token ids and prefill counts on stderr\n",
             gen ? "use the prompt as raw text (control token spellings allowed)"
                 : "(not available in chat)");
@@ -122,6 +125,11 @@ int k3_gen_opts_parse(int argc, char **argv, const char *cmd, k3_gen_opts *o) {
         }
         if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
             o->verbose = 1;
+            continue;
+        }
+        if (!strcmp(a, "--act-int8")) { /* process-wide switch, set here for both commands */
+            o->act_int8 = 1;
+            k3_act_int8_set(1);
             continue;
         }
         if (!strcmp(a, "--no-chat-template") && gen) {

@@ -20,12 +20,14 @@ typedef struct k3_gen_opts {
     int thinking;      /* 1 (default): think channel opened */
     int chat_template; /* 0: --no-chat-template (raw prompt) */
     int threads;       /* 0: OpenMP default */
+    int act_int8;      /* --act-int8: int8 activations in quantized decode (lossy, opt-in) */
     int verbose;
 } k3_gen_opts;
 
 /* Parse argv[1..argc) for command `cmd` ("generate" / "chat"; chat has no
  * --prompt). Returns 0, 1 after printing --help, or 2 after printing an
- * error naming the flag. */
+ * error naming the flag. --act-int8 also switches the process-wide
+ * k3_act_int8_set(1) (kernels/matvec_i8.h) at once. */
 int k3_gen_opts_parse(int argc, char **argv, const char *cmd, k3_gen_opts *o);
 void k3_gen_opts_usage(FILE *f, const char *cmd);
 

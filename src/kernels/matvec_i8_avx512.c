@@ -67,39 +67,25 @@ static void permute_activation(const int8_t *q, const float *d, int64_t K, int P
     }
 }
 
-/* n scales of type fmt -> f32 out[0..n), then 16 zeros (read by the lane gathers). */
-K3_VNNI_INLINE void scales_f32(k3_wfmt fmt, const uint8_t *p, int64_t n, float *out) {
-    int64_t i = 0;
-    if (fmt == K3_W_F32) {
-        memcpy(out, p, sizeof(float) * (size_t)n);
-        i = n;
-    }
-    for (; i + 16 <= n; i += 16) {
-        __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)(p + 2 * i));
-        __m512 v = fmt == K3_W_F16
-                       ? _mm512_cvtph_ps(h)
-                       : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-        _mm512_storeu_ps(out + i, v);
-    }
-    for (; i < n; i++) out[i] = k3_wmat_elt(fmt, p, i);
-    _mm512_storeu_ps(out + n, _mm512_setzero_ps());
-}
-
-/* n E8M0 exponents -> 2^(e-128) (half the MXFP4 scale: the code table is doubled), NaN for
- * 255, then 16 zeros. */
-K3_VNNI_INLINE void half_scales(const uint8_t *p, int64_t n, float *out) {
-    for (int64_t i = 0; i < n; i += 16) {
-        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
-        __m512i e = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, p + i));
+/* Scales of groups [w, w+16) of one row as f32 (zeros past ng): affine bf16/f16/f32, or
+ * (mx) MXFP4 E8M0 exponents -> 2^(e-128) (half the scale: the code table is doubled), NaN
+ * for 255. Loaded straight from the row: no scratch copy, one window per 8 groups. */
+K3_VNNI_INLINE __m512 scale_window(int mx, k3_wfmt fmt, const uint8_t *p, int64_t w, int64_t ng) {
+    const __mmask16 m = ng - w >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (ng - w)) - 1);
+    if (mx) {
+        __m512i e = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, p + w));
         __m512i u = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
         __m512i sub = _mm512_srlv_epi32(_mm512_set1_epi32(0x00400000),
                                         _mm512_sub_epi32(_mm512_set1_epi32(1), e));
         u = _mm512_mask_mov_epi32(u, _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2)), sub);
         u = _mm512_mask_mov_epi32(u, _mm512_cmpeq_epi32_mask(e, _mm512_set1_epi32(255)),
                                   _mm512_set1_epi32(0x7fc00000));
-        _mm512_mask_storeu_ps(out + i, m, _mm512_castsi512_ps(u));
+        return _mm512_castsi512_ps(_mm512_maskz_mov_epi32(m, u));
     }
-    _mm512_storeu_ps(out + n, _mm512_setzero_ps());
+    if (fmt == K3_W_F32) return _mm512_maskz_loadu_ps(m, p + 4 * w);
+    __m256i h = _mm256_maskz_loadu_epi16(m, p + 2 * w);
+    if (fmt == K3_W_F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
 /* 64 code bytes at p, masked when fewer than 64 remain. */
@@ -135,58 +121,55 @@ K3_VNNI_INLINE __m512i mxfp4_chunk(__m512i v, const int8_t *xq) {
     return _mm512_dpbusd_epi32(acc, _mm512_shuffle_epi8(lut, hi), x1);
 }
 
-/* sum over chunks of int lanes * dlane * per-lane scale; bits 0 = MXFP4 (P 2, group 32). */
-K3_VNNI_INLINE float codes_dot(const i8_ctx *c, const uint8_t *row, const float *sc, int bits,
-                               int G) {
-    const int P = bits ? 8 / bits : 2;
-    const int64_t K = c->rows.W->cols, nbytes = K * (bits ? bits : 4) / 8, CH = 64 * P;
-    /* lane i of a chunk is in group (4P i) / G of the chunk's first group */
+/* One row: sum over chunks of int lanes * dlane * per-lane scale, plus (affine) the bias
+ * term sum_g b_g xs_g in the same accumulators. bits 0 = MXFP4 (P 2, group 32). */
+K3_VNNI_INLINE float row_dot(const i8_ctx *c, int64_t r, int bits, int G) {
+    const k3_wmat *W = c->rows.W;
+    const int mx = bits == 0, P = mx ? 2 : 8 / bits;
+    const int64_t K = W->cols, ng = K / G, nbytes = K * (mx ? 4 : bits) / 8, CH = 64 * P;
+    const int64_t span = (CH + G - 1) / G; /* groups one chunk touches */
+    const uint8_t *row = W->data + (size_t)r * W->row_stride;
+    const uint8_t *sc = W->scales + (size_t)r * W->scale_stride;
+    /* lane i of a chunk is in group (4P i) / G counted from the chunk's first group */
     const int shift = (G == 32 ? 5 : G == 64 ? 6 : 7) - (P == 1 ? 2 : P == 2 ? 3 : 4);
     const __m512i idx = _mm512_srli_epi32(
         _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), shift);
+    int64_t w = 0; /* scale window: groups [w, w+16) in S */
+    __m512 S = scale_window(mx, W->scale_fmt, sc, 0, ng);
     __m512 y0 = _mm512_setzero_ps(), y1 = y0;
     for (int64_t ch = 0; ch * 64 < nbytes; ch++) {
+        const int64_t base = ch * CH / G;
+        if (base + span > w + 16) {
+            w = base & ~(int64_t)7;
+            S = scale_window(mx, W->scale_fmt, sc, w, ng);
+        }
         /* prefetch 2 KiB ahead: the hardware streamer stops at page boundaries */
         _mm_prefetch((const char *)row + ch * 64 + 2048, _MM_HINT_T0);
         __m512i v = load_chunk(row + ch * 64, nbytes - ch * 64);
-        __m512i a = bits ? affine_chunk(v, c->xq + ch * CH, bits) : mxfp4_chunk(v, c->xq + ch * CH);
-        __m512 s = _mm512_permutexvar_ps(idx, _mm512_loadu_ps(sc + ch * CH / G));
+        __m512i a = mx ? mxfp4_chunk(v, c->xq + ch * CH) : affine_chunk(v, c->xq + ch * CH, bits);
+        __m512 s =
+            _mm512_permutexvar_ps(_mm512_add_epi32(idx, _mm512_set1_epi32((int)(base - w))), S);
         __m512 f = _mm512_mul_ps(_mm512_loadu_ps(c->dlane + ch * 16), s);
         if (ch & 1)
             y1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), f, y1);
         else
             y0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), f, y0);
     }
-    return _mm512_reduce_add_ps(_mm512_add_ps(y0, y1));
-}
-
-/* sum_g b_g xs_g in 16 lanes (the padding after b is zero). */
-K3_VNNI_INLINE float bias_dot(const float *b, const float *xs, int64_t ng) {
-    __m512 a = _mm512_setzero_ps();
-    for (int64_t g = 0; g < ng; g += 16) {
-        __mmask16 m = ng - g >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (ng - g)) - 1);
-        a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, b + g), _mm512_maskz_loadu_ps(m, xs + g), a);
+    if (!mx) {
+        const uint8_t *bi = W->biases + (size_t)r * W->bias_stride;
+        for (int64_t g = 0; g < ng; g += 16) {
+            __mmask16 m = ng - g >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (ng - g)) - 1);
+            y1 = _mm512_fmadd_ps(scale_window(0, W->scale_fmt, bi, g, ng),
+                                 _mm512_maskz_loadu_ps(m, c->xs + g), y1);
+        }
     }
-    return _mm512_reduce_add_ps(a);
+    return _mm512_reduce_add_ps(_mm512_add_ps(y0, y1));
 }
 
 /* Rows [r0, r1) with bits and G constant after inlining (bits 0: MXFP4). */
 K3_VNNI_INLINE void i8_rows(const k3_rows_ctx *rc, int64_t r0, int64_t r1, int bits, int G) {
     const i8_ctx *c = (const i8_ctx *)rc;
-    const k3_wmat *W = rc->W;
-    const int64_t ng = W->cols / G;
-    float *sb = k3_scratch(K3_SCRATCH_I8_ROW, sizeof(float) * (size_t)(2 * ng + 32));
-    for (int64_t r = r0; r < r1; r++) {
-        const uint8_t *row = W->data + (size_t)r * W->row_stride;
-        if (!bits) {
-            half_scales(W->scales + (size_t)r * W->scale_stride, ng, sb);
-            rc->y[r] = codes_dot(c, row, sb, 0, 32);
-            continue;
-        }
-        scales_f32(W->scale_fmt, W->scales + (size_t)r * W->scale_stride, ng, sb);
-        scales_f32(W->scale_fmt, W->biases + (size_t)r * W->bias_stride, ng, sb + ng + 16);
-        rc->y[r] = codes_dot(c, row, sb, bits, G) + bias_dot(sb + ng + 16, c->xs, ng);
-    }
+    for (int64_t r = r0; r < r1; r++) rc->y[r] = row_dot(c, r, bits, G);
 }
 
 #define I8_ROWS(B, G)                                                                              \
