@@ -18,6 +18,7 @@ enum {
     K3_SCRATCH_I8_X,
     K3_SCRATCH_I8_D,
     K3_SCRATCH_I8_ROW,
+    K3_SCRATCH_KDA, /* model/kda.c: one layer's activations (main thread) */
     K3_SCRATCH_N
 };
 

@@ -1,40 +1,79 @@
 /* kda.c — one Kimi Delta Attention layer (spec §2.4): projections, causal
  * short conv with its state, SiLU, L2-normalised q/k, per-channel forget gate,
- * beta, the gated delta-rule recurrence in fp32, gated output RMSNorm, o_proj. */
-#include "base/mem.h"
+ * beta, the gated delta-rule recurrence in fp32, gated output RMSNorm, o_proj.
+ *
+ * After the projections everything per token and head (norms, decay, beta,
+ * the step, the gated norm) runs in one parallel pass over heads, so no
+ * serial elementwise loop leaves a thread waiting. Activations live in a
+ * grow-only per-thread scratch buffer: no allocation per call. */
+#include "model/kda.h"
+#include "kernels/cpu.h"
 #include "kernels/matmul.h"
+#include "kernels/scratch.h"
+#include "kernels/vmath.h"
 #include "model/model.h"
 #include "model/ops.h"
 #include "model/rowpar.h"
 
-#include <stdlib.h>
+#include <immintrin.h>
+#include <math.h>
 #include <string.h>
+
+#define K3_AVX2_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c")))
+
+/* The causal conv of one channel over T tokens (z at stride ld, its K-1
+ * history in state at stride sld, oldest first, updated); z gets the
+ * pre-activation sums, accumulated in double. */
+static void conv_channel(float *z, int64_t T, int64_t ld, const float *wc, int K, float *state,
+                         int64_t sld) {
+    float hist[16]; /* the last K-1 inputs, oldest first (K <= 17) */
+    for (int j = 0; j < K - 1; j++) hist[j] = state[j * sld];
+    for (int64_t t = 0; t < T; t++) {
+        float zt = z[t * ld];
+        double u = (double)wc[K - 1] * zt;
+        for (int j = 0; j < K - 1; j++) u += (double)wc[j] * hist[j];
+        for (int j = 0; j + 1 < K - 1; j++) hist[j] = hist[j + 1];
+        if (K > 1) hist[K - 2] = zt;
+        z[t * ld] = (float)u;
+    }
+    for (int j = 0; j < K - 1; j++) state[j * sld] = hist[j];
+}
 
 /* Causal depthwise conv over [state; z] for C channels, then SiLU, in place on z.
  * state holds the last K-1 pre-conv inputs (oldest first) and is updated.
  * z is [T, ld] with this block's channels at column offset col0. */
 void k3_kda_conv(float *z, int64_t T, int64_t ld, int64_t col0, int64_t C, const float *w, int K,
                  float *state, int64_t sld) {
-#pragma omp parallel for schedule(static)
-    for (int64_t c = 0; c < C; c++) {
-        float hist[16]; /* the last K-1 inputs, oldest first (K <= 17) */
-        for (int j = 0; j < K - 1; j++) hist[j] = state[j * sld + col0 + c];
-        const float *wc = w + c * K;
-        for (int64_t t = 0; t < T; t++) {
-            float zt = z[t * ld + col0 + c];
-            double u = (double)wc[K - 1] * zt;
-            for (int j = 0; j < K - 1; j++) u += (double)wc[j] * hist[j];
-            for (int j = 0; j + 1 < K - 1; j++) hist[j] = hist[j + 1];
-            if (K > 1) hist[K - 2] = zt;
-            z[t * ld + col0 + c] = k3_silu((float)u);
+#pragma omp parallel
+    {
+#pragma omp for schedule(static)
+        for (int64_t c = 0; c < C; c++)
+            conv_channel(z + col0 + c, T, ld, w + c * K, K, state + col0 + c, sld);
+#pragma omp for schedule(static)
+        for (int64_t t = 0; t < T; t++) k3_vsilu(z + t * ld + col0, z + t * ld + col0, C);
+    }
+}
+
+/* The conv + SiLU of the separate q, k, v buffers ([T, P] each); the conv
+ * weights and state are laid out for the 3P channels q | k | v. */
+static void kda_conv3(float *const zb[3], int64_t T, int64_t P, const float *w, int K,
+                      float *state) {
+#pragma omp parallel
+    {
+#pragma omp for schedule(static)
+        for (int64_t ch = 0; ch < 3 * P; ch++)
+            conv_channel(zb[ch / P] + ch % P, T, P, w + ch * K, K, state + ch, 3 * P);
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < 3 * T; r++) {
+            float *row = zb[r % 3] + (r / 3) * P;
+            k3_vsilu(row, row, P);
         }
-        for (int j = 0; j < K - 1; j++) state[j * sld + col0 + c] = hist[j];
     }
 }
 
 /* One gated delta-rule step for one head: S [dv, dk] (row i = value index). */
-void k3_kda_step(float *S, int dk, int dv, const float *q, const float *k, const float *v,
-                 const float *alpha, float beta, float *y) {
+void k3_kda_step_ref(float *S, int dk, int dv, const float *q, const float *k, const float *v,
+                     const float *alpha, float beta, float *y) {
     for (int i = 0; i < dv; i++) {
         float *Si = S + (int64_t)i * dk;
         double m = 0;
@@ -52,70 +91,168 @@ void k3_kda_step(float *S, int dk, int dv, const float *q, const float *k, const
     }
 }
 
-/* Decay alpha[t,h,d] from the low-rank gate logits a (in place). */
-static void kda_decay(const k3_config *c, const k3_kda_w *w, float *a, int64_t T) {
-    int H = c->kda_heads, hd = c->kda_head_dim;
-    int64_t P = (int64_t)H * hd;
-    float lb = (float)c->kda_gate_lower_bound;
-    for (int64_t t = 0; t < T; t++)
-        for (int64_t ch = 0; ch < P; ch++) {
-            float A = w->A[ch / hd], z = a[t * P + ch] + w->dt_bias[ch];
-            float glog = c->kda_has_lower_bound ? lb * k3_sigmoid(A * z) : -A * k3_softplus(z);
-            a[t * P + ch] = expf(glog);
-        }
+K3_AVX2_INLINE __m256d lo_pd(__m256 v) {
+    return _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+}
+K3_AVX2_INLINE __m256d hi_pd(__m256 v) {
+    return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+}
+K3_AVX2_INLINE double hsum_pd(__m256d a, __m256d b, __m256d c, __m256d d) {
+    __m256d s = _mm256_add_pd(_mm256_add_pd(a, b), _mm256_add_pd(c, d));
+    __m128d h = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
 }
 
-/* z [T, 3P] = conv+SiLU of the q | k | v projections, with q and k L2-normalised per head. */
-static void kda_qkv(const k3_config *cf, const k3_kda_w *w, k3_layer_cache *c, const float *x,
-                    int64_t T, float *z, float *tmp) {
-    int H = cf->kda_heads, hd = cf->kda_head_dim;
-    int64_t P = (int64_t)H * hd;
-    for (int b = 0; b < 3; b++) {
-        k3_matmul(b == 0 ? &w->q : b == 1 ? &w->k : &w->v, x, T, tmp);
-        for (int64_t t = 0; t < T; t++)
-            memcpy(z + t * 3 * P + b * P, tmp + t * P, sizeof(float) * (size_t)P);
+/* Si *= alpha, then return Si . k in double (kd = k widened). Four
+ * accumulators over 16 floats a step hide the FMA latency. */
+K3_AVX2_INLINE double decay_dot(float *Si, const float *alpha, const float *k, const double *kd,
+                                int dk) {
+    __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+    int j = 0;
+    for (; j + 16 <= dk; j += 16) {
+        __m256 s0 = _mm256_mul_ps(_mm256_loadu_ps(Si + j), _mm256_loadu_ps(alpha + j));
+        __m256 s1 = _mm256_mul_ps(_mm256_loadu_ps(Si + j + 8), _mm256_loadu_ps(alpha + j + 8));
+        _mm256_storeu_ps(Si + j, s0), _mm256_storeu_ps(Si + j + 8, s1);
+        a0 = _mm256_fmadd_pd(lo_pd(s0), _mm256_loadu_pd(kd + j), a0);
+        a1 = _mm256_fmadd_pd(hi_pd(s0), _mm256_loadu_pd(kd + j + 4), a1);
+        a2 = _mm256_fmadd_pd(lo_pd(s1), _mm256_loadu_pd(kd + j + 8), a2);
+        a3 = _mm256_fmadd_pd(hi_pd(s1), _mm256_loadu_pd(kd + j + 12), a3);
     }
-    k3_kda_conv(z, T, 3 * P, 0, 3 * P, w->conv, cf->kda_conv_kernel, c->conv, 3 * P);
-    for (int64_t t = 0; t < T; t++)
-        for (int h = 0; h < H; h++) {
-            k3_l2norm_scaled(z + t * 3 * P + h * hd, hd, 1e-6, 1.0f / sqrtf((float)hd));
-            k3_l2norm_scaled(z + t * 3 * P + P + h * hd, hd, 1e-6, 1.0f);
-        }
+    for (; j + 8 <= dk; j += 8) {
+        __m256 s0 = _mm256_mul_ps(_mm256_loadu_ps(Si + j), _mm256_loadu_ps(alpha + j));
+        _mm256_storeu_ps(Si + j, s0);
+        a0 = _mm256_fmadd_pd(lo_pd(s0), _mm256_loadu_pd(kd + j), a0);
+        a1 = _mm256_fmadd_pd(hi_pd(s0), _mm256_loadu_pd(kd + j + 4), a1);
+    }
+    double m = hsum_pd(a0, a1, a2, a3);
+    for (; j < dk; j++) {
+        Si[j] *= alpha[j];
+        m += (double)Si[j] * k[j];
+    }
+    return m;
 }
 
-/* The delta rule over T tokens, heads in parallel; y [T, P]. */
-static void kda_recurrence(const k3_config *cf, k3_layer_cache *c, const float *z,
-                           const float *alpha, const float *beta, int64_t T, float *y) {
+/* Si += delta k (one FMA rounding), then return Si . q in double. */
+K3_AVX2_INLINE double update_dot(float *Si, float delta, const float *k, const double *qd,
+                                 const float *q, int dk) {
+    __m256 dl = _mm256_set1_ps(delta);
+    __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+    int j = 0;
+    for (; j + 16 <= dk; j += 16) {
+        __m256 s0 = _mm256_fmadd_ps(dl, _mm256_loadu_ps(k + j), _mm256_loadu_ps(Si + j));
+        __m256 s1 = _mm256_fmadd_ps(dl, _mm256_loadu_ps(k + j + 8), _mm256_loadu_ps(Si + j + 8));
+        _mm256_storeu_ps(Si + j, s0), _mm256_storeu_ps(Si + j + 8, s1);
+        a0 = _mm256_fmadd_pd(lo_pd(s0), _mm256_loadu_pd(qd + j), a0);
+        a1 = _mm256_fmadd_pd(hi_pd(s0), _mm256_loadu_pd(qd + j + 4), a1);
+        a2 = _mm256_fmadd_pd(lo_pd(s1), _mm256_loadu_pd(qd + j + 8), a2);
+        a3 = _mm256_fmadd_pd(hi_pd(s1), _mm256_loadu_pd(qd + j + 12), a3);
+    }
+    for (; j + 8 <= dk; j += 8) {
+        __m256 s0 = _mm256_fmadd_ps(dl, _mm256_loadu_ps(k + j), _mm256_loadu_ps(Si + j));
+        _mm256_storeu_ps(Si + j, s0);
+        a0 = _mm256_fmadd_pd(lo_pd(s0), _mm256_loadu_pd(qd + j), a0);
+        a1 = _mm256_fmadd_pd(hi_pd(s0), _mm256_loadu_pd(qd + j + 4), a1);
+    }
+    double o = hsum_pd(a0, a1, a2, a3);
+    for (; j < dk; j++) {
+        Si[j] = fmaf(delta, k[j], Si[j]);
+        o += (double)Si[j] * q[j];
+    }
+    return o;
+}
+
+/* Each row of S is touched twice in a row (decay + k-dot, update + q-dot)
+ * while it sits in L1. */
+__attribute__((target("avx2,fma,f16c"))) void k3_kda_step_avx2(float *S, int dk, int dv,
+                                                               const float *q, const float *k,
+                                                               const float *v, const float *alpha,
+                                                               float beta, float *y) {
+    double kd[K3_KDA_VEC_MAX_DK], qd[K3_KDA_VEC_MAX_DK];
+    for (int j = 0; j < dk; j++) kd[j] = k[j], qd[j] = q[j];
+    for (int i = 0; i < dv; i++) {
+        float *Si = S + (int64_t)i * dk;
+        double m = decay_dot(Si, alpha, k, kd, dk);
+        float delta = beta * (v[i] - (float)m);
+        y[i] = (float)update_dot(Si, delta, k, qd, q, dk);
+    }
+}
+
+static int kda_vector_step(int dk) {
+    return k3_kernels_active() != K3_KERNELS_REF && dk <= K3_KDA_VEC_MAX_DK;
+}
+
+void k3_kda_step(float *S, int dk, int dv, const float *q, const float *k, const float *v,
+                 const float *alpha, float beta, float *y) {
+    if (kda_vector_step(dk))
+        k3_kda_step_avx2(S, dk, dv, q, k, v, alpha, beta, y);
+    else
+        k3_kda_step_ref(S, dk, dv, q, k, v, alpha, beta, y);
+}
+
+/* Decay alpha[d] of head h from the gate logits a (in place, hd channels). */
+static void kda_decay_head(const k3_config *c, const k3_kda_w *w, int h, float *a) {
+    int hd = c->kda_head_dim;
+    const float *bias = w->dt_bias + (int64_t)h * hd;
+    float A = w->A[h];
+    if (c->kda_has_lower_bound) {
+        float lb = (float)c->kda_gate_lower_bound;
+        for (int d = 0; d < hd; d++) a[d] = A * (a[d] + bias[d]);
+        k3_vsigmoid(a, a, hd);
+        for (int d = 0; d < hd; d++) a[d] = lb * a[d];
+    } else {
+        for (int d = 0; d < hd; d++) a[d] = -A * k3_softplus(a[d] + bias[d]);
+    }
+    k3_vexp(a, a, hd);
+}
+
+/* y <- RMSNorm(y; o_norm) * sigmoid(g) for one head (g is overwritten). */
+static void kda_gate_out(const k3_config *c, const k3_kda_w *w, float *y, float *g) {
+    int hd = c->kda_head_dim;
+    k3_rmsnorm(y, hd, w->o_norm, c->rms_norm_eps, y);
+    k3_vsigmoid(g, g, hd);
+    for (int d = 0; d < hd; d++) y[d] *= g[d];
+}
+
+/* One layer's activations: [T, P] each except beta [T, H] and low [T, hd]. */
+typedef struct {
+    float *q, *k, *v, *a, *g, *y, *beta, *low;
+} kda_bufs;
+
+static kda_bufs kda_scratch(int64_t T, int64_t P, int H, int hd) {
+    size_t tp = ((size_t)(T * P) + 15) & ~(size_t)15, th = ((size_t)(T * H) + 15) & ~(size_t)15;
+    size_t tl = ((size_t)(T * hd) + 15) & ~(size_t)15;
+    float *p = k3_scratch(K3_SCRATCH_KDA, sizeof(float) * (6 * tp + th + tl));
+    kda_bufs b = {p, p + tp, p + 2 * tp, p + 3 * tp, p + 4 * tp, p + 5 * tp, p + 6 * tp, NULL};
+    b.low = b.beta + th;
+    return b;
+}
+
+/* Per head, token by token: L2-normalise q and k, decay, beta, the step, the
+ * gated output norm. Heads are independent, so they split over threads and
+ * every head runs the same instructions whatever the thread count. */
+static void kda_heads(const k3_config *cf, const k3_kda_w *w, k3_layer_cache *c, const kda_bufs *b,
+                      int64_t T) {
     int H = cf->kda_heads, hd = cf->kda_head_dim;
     int64_t P = (int64_t)H * hd;
+    int vec = kda_vector_step(hd);
+    float qscale = 1.0f / sqrtf((float)hd);
 #pragma omp parallel for schedule(static)
     for (int h = 0; h < H; h++) {
         float *S = c->S + (int64_t)h * hd * hd;
         for (int64_t t = 0; t < T; t++) {
-            const float *zt = z + t * 3 * P + (int64_t)h * hd;
-            k3_kda_step(S, hd, hd, zt, zt + P, zt + 2 * P, alpha + t * P + (int64_t)h * hd,
-                        beta[t * H + h], y + t * P + (int64_t)h * hd);
+            int64_t o = t * P + (int64_t)h * hd;
+            float *q = b->q + o, *k = b->k + o, *a = b->a + o;
+            k3_l2norm_scaled(q, hd, 1e-6, qscale);
+            k3_l2norm_scaled(k, hd, 1e-6, 1.0f);
+            kda_decay_head(cf, w, h, a);
+            float beta = k3_sigmoid(b->beta[t * H + h]);
+            if (vec)
+                k3_kda_step_avx2(S, hd, hd, q, k, b->v + o, a, beta, b->y + o);
+            else
+                k3_kda_step_ref(S, hd, hd, q, k, b->v + o, a, beta, b->y + o);
+            kda_gate_out(cf, w, b->y + o, b->g + o);
         }
     }
-}
-
-/* y <- RMSNorm(y per head; o_norm) * sigmoid(gate), gate full-rank or low-rank. */
-static void kda_gated_norm(const k3_config *cf, const k3_kda_w *w, const float *x, int64_t T,
-                           float *y, float *gate, float *low) {
-    int H = cf->kda_heads, hd = cf->kda_head_dim;
-    int64_t P = (int64_t)H * hd;
-    if (cf->kda_full_rank_gate) {
-        k3_matmul(&w->g, x, T, gate);
-    } else {
-        k3_matmul(&w->ga, x, T, low);
-        k3_matmul(&w->gb, low, T, gate);
-    }
-    for (int64_t t = 0; t < T; t++)
-        for (int h = 0; h < H; h++) {
-            float *yh = y + t * P + (int64_t)h * hd, *gh = gate + t * P + (int64_t)h * hd;
-            k3_rmsnorm(yh, hd, w->o_norm, cf->rms_norm_eps, yh);
-            for (int d = 0; d < hd; d++) yh[d] *= k3_sigmoid(gh[d]);
-        }
 }
 
 void k3_kda_forward(const k3_model *m, const k3_layer *l, k3_layer_cache *c, const float *x,
@@ -124,24 +261,22 @@ void k3_kda_forward(const k3_model *m, const k3_layer *l, k3_layer_cache *c, con
     const k3_kda_w *w = &l->kda;
     int H = cf->kda_heads, hd = cf->kda_head_dim;
     int64_t P = (int64_t)H * hd, D = cf->hidden_size;
-    float *z = k3_xmalloc(sizeof(float) * (size_t)(T * 3 * P)); /* [T, 3P]: q | k | v */
-    float *y = k3_xmalloc(sizeof(float) * (size_t)(T * P));
-    float *low = k3_xmalloc(sizeof(float) * (size_t)(T * hd));
-    float *alpha = k3_xmalloc(sizeof(float) * (size_t)(T * P));
-    float *beta = k3_xmalloc(sizeof(float) * (size_t)(T * H));
-    kda_qkv(cf, w, c, x, T, z, y);
-    k3_matmul(&w->fa, x, T, low); /* forget gate, low rank */
-    k3_matmul(&w->fb, low, T, alpha);
-    kda_decay(cf, w, alpha, T);
-    k3_matmul(&w->b, x, T, beta);
-    for (int64_t i = 0; i < T * H; i++) beta[i] = k3_sigmoid(beta[i]);
-    kda_recurrence(cf, c, z, alpha, beta, T, y);
-    kda_gated_norm(cf, w, x, T, y, alpha /* reused as the gate */, low);
-    k3_rowpar_matmul(m, &w->o, y, T, out); /* canonical block order (rowpar.h) */
+    kda_bufs b = kda_scratch(T, P, H, hd);
+    k3_matmul(&w->q, x, T, b.q);
+    k3_matmul(&w->k, x, T, b.k);
+    k3_matmul(&w->v, x, T, b.v);
+    float *zb[3] = {b.q, b.k, b.v};
+    kda_conv3(zb, T, P, w->conv, cf->kda_conv_kernel, c->conv);
+    k3_matmul(&w->fa, x, T, b.low); /* forget gate, low rank */
+    k3_matmul(&w->fb, b.low, T, b.a);
+    k3_matmul(&w->b, x, T, b.beta);
+    if (cf->kda_full_rank_gate) {
+        k3_matmul(&w->g, x, T, b.g);
+    } else {
+        k3_matmul(&w->ga, x, T, b.low);
+        k3_matmul(&w->gb, b.low, T, b.g);
+    }
+    kda_heads(cf, w, c, &b, T);
+    k3_rowpar_matmul(m, &w->o, b.y, T, out); /* canonical block order (rowpar.h) */
     k3_model_reduce(m, out, T * D);
-    free(z);
-    free(y);
-    free(low);
-    free(alpha);
-    free(beta);
 }

@@ -1,27 +1,50 @@
-/* ops.c — norms, softmax and the transposed weight product (see ops.h). */
+/* ops.c — norms, SiTU, softmax and the transposed weight product (see ops.h).
+ * The sums of squares and SiTU run on kernels/vmath.h (AVX2, or libm under
+ * K3_KERNELS=ref). */
 #include "model/ops.h"
 #include "base/mem.h"
+#include "kernels/vmath.h"
+
+#include <omp.h>
 
 #include <stdlib.h>
 
+/* Arrays shorter than this run on the calling thread (a parallel region costs
+ * more than the work); the split is bitwise safe because every vmath result
+ * depends on its own input only. */
+#define OPS_PAR_MIN 16384
+
 void k3_situ_vec(float *u, const float *g, int64_t n, float beta, float lbeta) {
-    for (int64_t i = 0; i < n; i++) u[i] = k3_situ(u[i], g[i], beta, lbeta);
+    if (n < OPS_PAR_MIN || omp_in_parallel()) {
+        k3_vsitu(u, g, n, beta, lbeta);
+        return;
+    }
+#pragma omp parallel
+    {
+        int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+        int64_t i0 = n * tid / nt / 8 * 8, i1 = tid == nt - 1 ? n : n * (tid + 1) / nt / 8 * 8;
+        if (i1 > i0) k3_vsitu(u + i0, g + i0, i1 - i0, beta, lbeta);
+    }
 }
 
 void k3_rmsnorm(const float *x, int64_t n, const float *w, double eps, float *out) {
-    double ss = 0;
-    for (int64_t i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    double ss = k3_vsumsq(x, n);
     float inv = (float)(1.0 / sqrt(ss / (double)n + eps));
-    for (int64_t i = 0; i < n; i++) out[i] = x[i] * inv * (w ? w[i] : 1.0f);
+    if (w)
+        for (int64_t i = 0; i < n; i++) out[i] = x[i] * inv * w[i];
+    else
+        for (int64_t i = 0; i < n; i++) out[i] = x[i] * inv;
 }
 
+/* Rows split over threads when there are several and enough work; each row is
+ * computed the same way whatever the split. */
 void k3_rmsnorm_rows(const float *x, int64_t T, int64_t n, const float *w, double eps, float *out) {
+#pragma omp parallel for schedule(static) if (T > 1 && T * n >= OPS_PAR_MIN && !omp_in_parallel())
     for (int64_t t = 0; t < T; t++) k3_rmsnorm(x + t * n, n, w, eps, out + t * n);
 }
 
 void k3_l2norm_scaled(float *x, int64_t n, double eps, float scale) {
-    double ss = 0;
-    for (int64_t i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    double ss = k3_vsumsq(x, n);
     float f = (float)((double)scale / sqrt(ss + eps));
     for (int64_t i = 0; i < n; i++) x[i] *= f;
 }
