@@ -298,30 +298,15 @@ static void add_into(float *x, const float *a, int64_t n) {
     for (int64_t j = 0; j < n; j++) x[j] += a[j];
 }
 
-/* Row-wise RMSNorm with the rows split over threads (each row as k3_rmsnorm_rows does it). */
-static void norm_rows(const float *x, int64_t T, int64_t D, const float *w, double eps,
-                      float *out) {
-    if (T * D < PAR_MIN_FLOATS || T < 2) {
-        k3_rmsnorm_rows(x, T, D, w, eps, out);
-        return;
-    }
-#pragma omp parallel
-    {
-        int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-        int64_t t0 = T * tid / nt, t1 = T * (tid + 1) / nt;
-        if (t1 > t0) k3_rmsnorm_rows(x + t0 * D, t1 - t0, D, w, eps, out + t0 * D);
-    }
-}
-
 /* The input of a mixer or FFN: the AttnRes mix of the blocks and x, normalized. */
 static void block_input(const k3_config *c, float *const *R, int nR, const float *x,
                         const float *w_res, const float *norm, int64_t T, float *h) {
     int64_t D = c->hidden_size;
     if (c->attn_res_block_size > 0) {
         k3_attnres_mix(R, nR, x, w_res, T, D, c->rms_norm_eps, h);
-        norm_rows(h, T, D, norm, c->rms_norm_eps, h);
+        k3_rmsnorm_rows(h, T, D, norm, c->rms_norm_eps, h);
     } else {
-        norm_rows(x, T, D, norm, c->rms_norm_eps, h);
+        k3_rmsnorm_rows(x, T, D, norm, c->rms_norm_eps, h);
     }
 }
 
@@ -399,7 +384,7 @@ static void forward_head(const k3_model *m, fwd_bufs *b, float *const *R, int nR
         x = b->h;
     }
     int64_t first = all ? 0 : n - 1;
-    norm_rows(x + first * D, n - first, D, m->final_norm, c->rms_norm_eps, x + first * D);
+    k3_rmsnorm_rows(x + first * D, n - first, D, m->final_norm, c->rms_norm_eps, x + first * D);
     if (logits) k3_matmul(&m->head, x + first * D, n - first, logits);
 }
 

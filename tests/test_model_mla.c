@@ -1,0 +1,227 @@
+/* test_model_mla.c — the MLA attention kernel and the allocation-free forward step.
+ *
+ *   - k3_mla_attend (vectorized) against its scalar double reference on
+ *     awkward head widths (not multiples of 8/32), strided rows, cache lengths
+ *     1..70 and 301;
+ *   - whole forward passes (prefill + decode, MLA path automatic / A / B) on
+ *     fixtures with the HF (W_UK) and MLX (W_UK^T) layouts: 2 and 3 threads
+ *     bitwise equal to 1, and the fast kernels close to K3_KERNELS=ref;
+ *   - decoding 50 tokens after the first grows no workspace or MLA cache and
+ *     calls no allocator at all (counted by interposing malloc & co.; not in
+ *     sanitizer builds, which own the allocator). */
+#include "kernels/cpu.h"
+#include "model/model.h"
+#include "t.h"
+
+#include <omp.h>
+
+/* ---- allocation counting (interposes the allocator of this process) ----- */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define COUNT_MALLOC 0
+#else
+#define COUNT_MALLOC 1
+#endif
+
+static volatile int g_counting;
+static volatile long g_allocs;
+
+#if COUNT_MALLOC
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+extern void __libc_free(void *);
+
+static void count_alloc(void) {
+    if (g_counting) __atomic_fetch_add(&g_allocs, 1, __ATOMIC_RELAXED);
+}
+void *malloc(size_t n) {
+    count_alloc();
+    return __libc_malloc(n);
+}
+void *calloc(size_t a, size_t b) {
+    count_alloc();
+    return __libc_calloc(a, b);
+}
+void *realloc(void *p, size_t n) {
+    count_alloc();
+    return __libc_realloc(p, n);
+}
+void *aligned_alloc(size_t al, size_t n) {
+    count_alloc();
+    return __libc_memalign(al, n);
+}
+int posix_memalign(void **p, size_t al, size_t n) {
+    count_alloc();
+    *p = __libc_memalign(al, n);
+    return *p ? 0 : 12;
+}
+void free(void *p) {
+    __libc_free(p);
+}
+#endif
+
+/* ---- the kernel ------------------------------------------------------------ */
+
+static float *rand_floats(int64_t n, float scale) {
+    float *p = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    for (int64_t i = 0; i < n; i++) p[i] = (float)t_rand() * scale;
+    return p;
+}
+
+/* One case: returns the max error of out relative to max|V| (and p absolute). */
+static double attend_case(int dk, int dp, int dv, int64_t n) {
+    int64_t ldk = dk + 3, ldp = dp + 1, ldv = dv + 5;
+    float *q = rand_floats(dk, 1), *qp = rand_floats(dp ? dp : 1, 1);
+    float *K = rand_floats(n * ldk, 1), *P = rand_floats(n * ldp, 1), *V = rand_floats(n * ldv, 1);
+    float *p1 = malloc(sizeof(float) * (size_t)n), *p2 = malloc(sizeof(float) * (size_t)n);
+    float *o1 = malloc(sizeof(float) * (size_t)dv), *o2 = malloc(sizeof(float) * (size_t)dv);
+    k3_attend_args a = {.q = q,
+                        .K = K,
+                        .qp = qp,
+                        .P = P,
+                        .V = V,
+                        .ldk = ldk,
+                        .ldp = ldp,
+                        .ldv = ldv,
+                        .n = n,
+                        .dk = dk,
+                        .dp = dp,
+                        .dv = dv};
+    a.scale = 1.0f / sqrtf((float)(dk + dp));
+    k3_mla_attend(&a, p1, o1, 0);
+    k3_mla_attend(&a, p2, o2, 1);
+    double e = 0;
+    for (int i = 0; i < dv; i++) e = fmax(e, fabs((double)o1[i] - o2[i]));
+    for (int64_t s = 0; s < n; s++) e = fmax(e, fabs((double)p1[s] - p2[s]));
+    free(q), free(qp), free(K), free(P), free(V), free(p1), free(p2), free(o1), free(o2);
+    return e;
+}
+
+TEST(attend_matches_reference) {
+    static const int dks[] = {1, 5, 31, 64, 100, 257}, dps[] = {0, 3, 32},
+                     dvs[] = {1, 7, 19, 64, 260};
+    static const int64_t ns[] = {1, 2, 3, 4, 5, 7, 8, 9, 31, 33, 70, 301};
+    t_seed(21);
+    double worst = 0;
+    for (size_t a = 0; a < sizeof dks / sizeof *dks; a++)
+        for (size_t b = 0; b < sizeof dps / sizeof *dps; b++)
+            for (size_t c = 0; c < sizeof dvs / sizeof *dvs; c++)
+                for (size_t d = 0; d < sizeof ns / sizeof *ns; d++) {
+                    double e = attend_case(dks[a], dps[b], dvs[c], ns[d]);
+                    worst = fmax(worst, e);
+                    CHECK(e < 2e-6, "dk=%d dp=%d dv=%d n=%lld: error %g", dks[a], dps[b], dvs[c],
+                          (long long)ns[d], e);
+                }
+    printf("  attend fast vs ref: max error %.3g (|V| <= 1)\n", worst);
+}
+
+/* ---- whole forward passes ---------------------------------------------------- */
+
+static const int32_t g_tok[15] = {5, 17, 3, 200, 42, 42, 7, 1, 0, 198, 64, 3, 11, 250, 4};
+
+/* Logits of a 12-token prefill (all rows) then 3 decode steps: 15 rows. */
+static float *run_model(k3_model *m, int path) {
+    int64_t V = k3_model_vocab(m);
+    float *out = calloc((size_t)(15 * V), sizeof(float));
+    int32_t tok[15];
+    for (int t = 0; t < 15; t++) tok[t] = g_tok[t] % (int32_t)V;
+    k3_seq *s = k3_seq_new(m);
+    int rc = k3_forward_path(s, tok, 12, out, 1, path);
+    for (int t = 12; !rc && t < 15; t++) rc = k3_forward_path(s, tok + t, 1, out + t * V, 1, path);
+    CHECK(rc == 0, "%s", k3_errmsg());
+    k3_seq_free(s);
+    return out;
+}
+
+static void fixture_dir(const char *name, char *dir, size_t len) {
+    if (!strncmp(name, "tests/", 6))
+        snprintf(dir, len, "%s", name);
+    else
+        snprintf(dir, len, "%s/%s", t_fixtures(), name);
+}
+
+static const char *g_fixtures[] = {"tiny-bf16", "tests/fixtures/heads4-sharded",
+                                   "tests/fixtures/mlx-absorbed", "tests/fixtures/plain-variants"};
+
+TEST(threads_bitwise_and_ref_close) {
+    int saved = omp_get_max_threads();
+    for (size_t f = 0; f < sizeof g_fixtures / sizeof *g_fixtures; f++) {
+        char dir[1024];
+        fixture_dir(g_fixtures[f], dir, sizeof dir);
+        k3_model *m = k3_model_load(dir, NULL);
+        CHECK(m, "load %s: %s", dir, k3_errmsg());
+        if (!m) continue;
+        int64_t n = 15 * (int64_t)k3_model_vocab(m);
+        const int paths[] = {0, 'A', 'B'};
+        for (int k = 0; k < 3; k++) {
+            omp_set_num_threads(1);
+            float *one = run_model(m, paths[k]);
+            omp_set_num_threads(2);
+            float *two = run_model(m, paths[k]);
+            omp_set_num_threads(3);
+            float *three = run_model(m, paths[k]);
+            CHECK(!memcmp(one, two, sizeof(float) * (size_t)n), "%s path %d: 2 threads differ", dir,
+                  paths[k]);
+            CHECK(!memcmp(one, three, sizeof(float) * (size_t)n), "%s path %d: 3 threads differ",
+                  dir, paths[k]);
+            k3_kernels_set_mode(K3_KERNELS_REF);
+            float *ref = run_model(m, paths[k]);
+            k3_kernels_set_mode(K3_KERNELS_AUTO);
+            double d = 0, mx = 0;
+            for (int64_t i = 0; i < n; i++) {
+                d = fmax(d, fabs((double)one[i] - ref[i]));
+                mx = fmax(mx, fabs((double)ref[i]));
+            }
+            printf("  %-32s path %-3d fast vs ref: %.3e of max|logit|\n", g_fixtures[f], paths[k],
+                   d / mx);
+            CHECK(d <= 2e-5 * mx, "%s path %d: fast vs ref %g (max %g)", dir, paths[k], d, mx);
+            free(one), free(two), free(three), free(ref);
+        }
+        k3_model_free(m);
+    }
+    omp_set_num_threads(saved);
+}
+
+TEST(decode_does_not_allocate) {
+    char dir[1024];
+    fixture_dir("tests/fixtures/heads4-sharded", dir, sizeof dir);
+    k3_model *m = k3_model_load(dir, NULL);
+    CHECK(m, "load %s: %s", dir, k3_errmsg());
+    if (!m) return;
+    float *logits = malloc(sizeof(float) * (size_t)k3_model_vocab(m));
+    k3_seq *s = k3_seq_new(m);
+    CHECK(k3_forward(s, g_tok, 8, logits, 0) == 0, "%s", k3_errmsg());
+    int32_t tok = 3;
+    CHECK(k3_forward(s, &tok, 1, logits, 0) == 0); /* the first decode step sizes the buffers */
+    uint64_t grows = k3_workspace_grows();
+    g_allocs = 0;
+    g_counting = 1;
+    for (int i = 0; i < 50; i++) {
+        tok = (int32_t)((tok * 31 + 7) % 256);
+        CHECK(k3_forward(s, &tok, 1, logits, 0) == 0);
+    }
+    g_counting = 0;
+    CHECK(k3_workspace_grows() == grows, "workspace grew %llu times while decoding",
+          (unsigned long long)(k3_workspace_grows() - grows));
+    printf("  50 decode steps: %llu workspace grows, %ld allocator calls%s\n",
+           (unsigned long long)(k3_workspace_grows() - grows), g_allocs,
+           COUNT_MALLOC ? "" : " (not counted under the sanitizer)");
+    CHECK(g_allocs == 0, "%ld allocator calls in 50 decode steps", g_allocs);
+    /* a longer chunk than any before grows the buffers: the counter does see growth */
+    int32_t many[40];
+    for (int i = 0; i < 40; i++) many[i] = (int32_t)(i * 13 % 256);
+    CHECK(k3_forward(s, many, 40, logits, 0) == 0);
+    CHECK(k3_workspace_grows() > grows, "a 40-token pass after 8-token ones must grow");
+    k3_seq_free(s);
+    free(logits);
+    k3_model_free(m);
+}
+
+int main(void) {
+    RUN(attend_matches_reference);
+    RUN(threads_bitwise_and_ref_close);
+    RUN(decode_does_not_allocate);
+    return t_done();
+}
