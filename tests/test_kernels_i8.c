@@ -257,12 +257,14 @@ TEST(affine_simd_vs_ref_every_width_group_scale_type) {
         printf("  (no AVX-512 VNNI: skipped)\n");
         return;
     }
-    const int bits[] = {2, 4, 8}, groups[] = {32, 64, 128};
+    const int bits[] = {2, 3, 4, 5, 6, 8}, groups[] = {32, 64, 128};
     const k3_wfmt sf[] = {K3_W_BF16, K3_W_F16, K3_W_F32};
     const int64_t rows[] = {1, 7, 37};
-    for (int b = 0; b < 3; b++)
+    for (int b = 0; b < 6; b++)
         for (int g = 0; g < 3; g++)
             for (int s = 0; s < 3; s++) {
+                int odd = bits[b] == 3 || bits[b] == 5 || bits[b] == 6;
+                if (odd && !k3_cpu_has_avx512_vbmi()) continue; /* no kernel without VBMI */
                 int64_t cols[4];
                 cols_for(groups[g], cols);
                 for (int i = 0; i < 4; i++)
@@ -304,6 +306,11 @@ TEST(threads_bitwise_on_parallel_shapes) {
     check_mat("affine2/32 129x2080", &b.w, 0);
     owned_mat c = make_mat(K3_W_MXFP4, 211, 992, 4, 32, K3_W_F32, 0);
     check_mat("mxfp4 211x992", &c.w, 0);
+    if (k3_cpu_has_avx512_vbmi()) {
+        owned_mat d = make_mat(K3_W_AFFINE, 97, 1056, 6, 32, K3_W_BF16, 0);
+        check_mat("affine6/32 97x1056", &d.w, 0);
+        free_mat(&d);
+    }
     free_mat(&a);
     free_mat(&b);
     free_mat(&c);
@@ -325,9 +332,11 @@ TEST(switch_and_fallbacks) {
         CHECK(memcmp(y1, y0, sizeof y1) != 0, "int8 results differ from f32 ones");
     }
     owned_mat m3 = make_mat(K3_W_AFFINE, 3, 192, 3, 64, K3_W_BF16, 0);
-    CHECK(!k3_i8_supports(&m3.w) && !k3_i8_format_ok(&m3.w), "3-bit has no int8 kernel");
-    owned_mat m6 = make_mat(K3_W_AFFINE, 3, 192, 6, 64, K3_W_BF16, 0);
-    CHECK(!k3_i8_supports(&m6.w), "6-bit has no int8 kernel");
+    CHECK(k3_i8_format_ok(&m3.w) &&
+              k3_i8_supports(&m3.w) == (has_vnni() && k3_cpu_has_avx512_vbmi()),
+          "3-bit needs VBMI");
+    owned_mat m6 = make_mat(K3_W_AFFINE, 3, 192, 7, 64, K3_W_BF16, 0);
+    CHECK(!k3_i8_supports(&m6.w) && !k3_i8_format_ok(&m6.w), "7-bit has no int8 kernel");
     k3_wmat f = {.fmt = K3_W_BF16, .rows = 1, .cols = 64};
     CHECK(!k3_i8_supports(&f), "bf16 weights keep f32 activations");
     k3_kernels_set_mode(K3_KERNELS_AVX2);

@@ -43,6 +43,15 @@ int k3_cpu_has_avx512_vnni(void) {
 #endif
 }
 
+int k3_cpu_has_avx512_vbmi(void) {
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    return k3_cpu_has_avx512() && __builtin_cpu_supports("avx512vbmi");
+#else
+    return 0;
+#endif
+}
+
 void k3_kernels_set_mode(k3_kernels_mode m) {
     forced = m;
     resolved = -1;

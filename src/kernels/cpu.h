@@ -23,6 +23,8 @@ int k3_cpu_has_f16c(void);
 /* AVX-512 VNNI (vpdpbusd) on top of the AVX-512 kernels' F+BW+VL: the int8-activation
  * decode path (matvec_i8.h) needs it. */
 int k3_cpu_has_avx512_vnni(void);
+/* AVX-512 VBMI (vpermb, vpmultishiftqb): the int8 path's 3/5/6-bit decoder. */
+int k3_cpu_has_avx512_vbmi(void);
 /* Force a kernel family for every later call (process-wide, not thread-safe to
  * change while products run). AUTO re-reads K3_KERNELS. */
 void k3_kernels_set_mode(k3_kernels_mode m);

@@ -29,15 +29,19 @@ int k3_i8_format_ok(const k3_wmat *W) {
     if (W->cols <= 0 || W->cols % K3_I8_BLOCK) return 0;
     if (W->fmt == K3_W_MXFP4) return W->group == 32;
     if (W->fmt != K3_W_AFFINE) return 0;
-    if (W->bits != 2 && W->bits != 4 && W->bits != 8) return 0;
+    if (W->bits < 2 || W->bits > 8 || W->bits == 7) return 0;
     if (W->group != 32 && W->group != 64 && W->group != 128) return 0;
     if (W->scale_fmt != K3_W_BF16 && W->scale_fmt != K3_W_F16 && W->scale_fmt != K3_W_F32) return 0;
     return W->cols % W->group == 0;
 }
 
 int k3_i8_supports(const k3_wmat *W) {
-    return k3_act_int8() && k3_kernels_active() == K3_KERNELS_AVX512 && k3_cpu_has_avx512_vnni() &&
-           k3_i8_format_ok(W);
+    if (!k3_act_int8() || k3_kernels_active() != K3_KERNELS_AVX512 || !k3_cpu_has_avx512_vnni())
+        return 0;
+    if (W->fmt == K3_W_AFFINE && (W->bits == 3 || W->bits == 5 || W->bits == 6) &&
+        !k3_cpu_has_avx512_vbmi())
+        return 0; /* the odd widths are decoded with vpermb + vpmultishiftqb */
+    return k3_i8_format_ok(W);
 }
 
 void k3_matvec_i8(const k3_wmat *W, const float *x, float *y) {
@@ -76,10 +80,12 @@ void k3_i8_group_sums(const float *d, const int32_t *isum, int64_t n, int group,
     }
 }
 
-/* Code c of an affine row (2/4/8 bits never straddle a byte). */
+/* Code c of an affine row (LSB-first bit stream; 3/5/6-bit codes may straddle two bytes). */
 static int affine_code(const uint8_t *row, int64_t c, int bits) {
     int64_t bit = c * bits;
-    return (row[bit / 8] >> (bit % 8)) & ((1 << bits) - 1);
+    unsigned v = row[bit / 8];
+    if (bit % 8 + bits > 8) v |= (unsigned)row[bit / 8 + 1] << 8;
+    return (int)(v >> (bit % 8)) & ((1 << bits) - 1);
 }
 
 /* 2 * E2M1 value of the code for column c of an MXFP4 row (-12..12). */

@@ -20,9 +20,9 @@
  * as large as |w| (centered by the bias): the quantized sums are the more
  * accurate choice, and they keep the simple bound.
  *
- * Handled: MLX affine bits 2, 4, 8 with group 32/64/128 and bf16/f16/f32
- * scales, and MXFP4 — on CPUs with AVX-512 VNNI (K3_KERNELS=avx2 or ref turns
- * the path off). Other widths (3/5/6) keep the f32-activation kernels.
+ * Handled: MLX affine bits 2, 3, 4, 5, 6, 8 with group 32/64/128 and
+ * bf16/f16/f32 scales, and MXFP4 — on CPUs with AVX-512 VNNI (3/5/6 bits also
+ * VBMI); K3_KERNELS=avx2 or ref turns the path off.
  * Threads split rows (k3_parallel_rows): results do not depend on the
  * thread count. The activation is quantized once per product by the calling
  * thread into its scratch, before the rows are split.
@@ -44,7 +44,8 @@ void k3_act_int8_set(int on);
 int k3_act_int8(void);
 /* 1 if the path is on and has a kernel for W on this CPU. */
 int k3_i8_supports(const k3_wmat *W);
-/* 1 if there is a kernel for W's format and shape, whatever the switch and the CPU. */
+/* 1 if there is a kernel for W's format and shape, whatever the switch and the CPU
+ * (3/5/6 bits also need AVX-512 VBMI at run time). */
 int k3_i8_format_ok(const k3_wmat *W);
 /* y = W x through the int8 path (threads over rows like k3_matvec). Needs k3_i8_supports(W). */
 void k3_matvec_i8(const k3_wmat *W, const float *x, float *y);

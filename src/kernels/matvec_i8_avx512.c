@@ -9,6 +9,9 @@
  * hence one activation block, so they go into one int32 accumulator; per
  * chunk that accumulator is converted once and scaled per lane by
  * d_block * s_group (dlane: d per lane, prepared with xperm).
+ * 3/5/6-bit codes (AVX-512 VBMI): a chunk is 64 columns in 8*bits bytes; vpermb puts
+ * the `bits` bytes of 8 codes into each qword and vpmultishiftqb + AND cut out one code
+ * per byte, in column order (the activation keeps its natural order, as at 8 bits).
  * MXFP4: |2*E2M1| by pshufb is the unsigned side and the code's sign is moved
  * onto the activation byte (masked negate), scale 2^(e-128) per block.
  * Column counts that end inside a chunk use masked loads; the activation
@@ -21,10 +24,11 @@
 #include <immintrin.h>
 #include <string.h>
 
-#define K3_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+#define K3_VNNI                                                                                    \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,avx2,fma,f16c")))
 #define K3_VNNI_INLINE                                                                             \
     static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx512vnni,"     \
-                                                       "avx2,fma,f16c")))
+                                                       "avx512vbmi,avx2,fma,f16c")))
 
 /* The prepared activation, shared by every row (the calling thread's scratch). */
 typedef struct {
@@ -32,7 +36,20 @@ typedef struct {
     const int8_t *xq;   /* permuted quantized activation, chunk-padded with zeros */
     const float *dlane; /* d_block for each int32 lane of each chunk (0 past cols) */
     const float *xs;    /* affine: per-group sums of x^ for the bias term */
+    /* 3/5/6 bits: vpermb source byte and vpmultishiftqb bit offset of each output byte */
+    _Alignas(64) uint8_t perm[64];
+    _Alignas(64) uint8_t shift[64];
 } i8_ctx;
+
+/* Planes per byte (8/bits for 2/4/8 bits; 1 for 3/5/6, decoded to one code per byte). */
+static inline int planes(int bits) {
+    return bits == 0 || bits == 4 ? 2 : bits == 2 ? 4 : 1;
+}
+
+/* Bytes of a row per 64-byte step: 64, or 8*bits for 3/5/6 bits (bits 0: MXFP4). */
+static inline int chunk_bytes(int bits) {
+    return bits == 3 || bits == 5 || bits == 6 ? 8 * bits : 64;
+}
 
 K3_VNNI void k3_i8_quantize_avx512(const float *x, int64_t n, int8_t *q, float *d, int32_t *isum) {
     for (int64_t b = 0; b < n / K3_I8_BLOCK; b++) {
@@ -107,6 +124,14 @@ K3_VNNI_INLINE __m512i affine_chunk(__m512i v, const int8_t *xq, int bits) {
     return acc;
 }
 
+/* int32 lanes of one 3/5/6-bit chunk (64 codes in 8*bits bytes): one code per byte. */
+K3_VNNI_INLINE __m512i odd_chunk(__m512i v, const i8_ctx *c, const int8_t *xq, int bits) {
+    __m512i t = _mm512_permutexvar_epi8(_mm512_load_si512((const void *)c->perm), v);
+    t = _mm512_multishift_epi64_epi8(_mm512_load_si512((const void *)c->shift), t);
+    t = _mm512_and_si512(t, _mm512_set1_epi8((char)((1 << bits) - 1)));
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), t, _mm512_load_si512((const void *)xq));
+}
+
 /* int32 lanes of one MXFP4 chunk: |2 E2M1| against the activation with the code's sign. */
 K3_VNNI_INLINE __m512i mxfp4_chunk(__m512i v, const int8_t *xq) {
     const __m512i lut =
@@ -125,7 +150,8 @@ K3_VNNI_INLINE __m512i mxfp4_chunk(__m512i v, const int8_t *xq) {
  * (affine) the bias term sum_g b_g xs_g. bits 0 = MXFP4 (P 2, group 32). */
 K3_VNNI_INLINE __m512 row_partials(const i8_ctx *c, int64_t r, int bits, int G) {
     const k3_wmat *W = c->rows.W;
-    const int mx = bits == 0, P = mx ? 2 : 8 / bits;
+    const int mx = bits == 0, P = planes(bits), B = chunk_bytes(bits);
+    const int odd = B != 64;
     const int64_t K = W->cols, ng = K / G, nbytes = K * (mx ? 4 : bits) / 8, CH = 64 * P;
     const int64_t span = (CH + G - 1) / G; /* groups one chunk touches */
     const uint8_t *row = W->data + (size_t)r * W->row_stride;
@@ -137,16 +163,19 @@ K3_VNNI_INLINE __m512 row_partials(const i8_ctx *c, int64_t r, int bits, int G) 
     int64_t w = 0; /* scale window: groups [w, w+16) in S */
     __m512 S = scale_window(mx, W->scale_fmt, sc, 0, ng);
     __m512 y0 = _mm512_setzero_ps(), y1 = y0;
-    for (int64_t ch = 0; ch * 64 < nbytes; ch++) {
+    for (int64_t ch = 0; ch * B < nbytes; ch++) {
         const int64_t base = ch * CH / G;
         if (base + span > w + 16) {
             w = base & ~(int64_t)7;
             S = scale_window(mx, W->scale_fmt, sc, w, ng);
         }
         /* prefetch 2 KiB ahead: the hardware streamer stops at page boundaries */
-        _mm_prefetch((const char *)row + ch * 64 + 2048, _MM_HINT_T0);
-        __m512i v = load_chunk(row + ch * 64, nbytes - ch * 64);
-        __m512i a = mx ? mxfp4_chunk(v, c->xq + ch * CH) : affine_chunk(v, c->xq + ch * CH, bits);
+        _mm_prefetch((const char *)row + ch * B + 2048, _MM_HINT_T0);
+        const int64_t left = nbytes - ch * B;
+        __m512i v = load_chunk(row + ch * B, left < B ? left : B);
+        __m512i a = mx    ? mxfp4_chunk(v, c->xq + ch * CH)
+                    : odd ? odd_chunk(v, c, c->xq + ch * CH, bits)
+                          : affine_chunk(v, c->xq + ch * CH, bits);
         __m512 s =
             _mm512_permutexvar_ps(_mm512_add_epi32(idx, _mm512_set1_epi32((int)(base - w))), S);
         __m512 f = _mm512_mul_ps(_mm512_loadu_ps(c->dlane + ch * 16), s);
@@ -200,22 +229,26 @@ K3_VNNI_INLINE void i8_rows(const k3_rows_ctx *rc, int64_t r0, int64_t r1, int b
     }
 #define I8_ROWS_BITS(B) I8_ROWS(B, 32) I8_ROWS(B, 64) I8_ROWS(B, 128)
 I8_ROWS_BITS(2)
+I8_ROWS_BITS(3)
 I8_ROWS_BITS(4)
+I8_ROWS_BITS(5)
+I8_ROWS_BITS(6)
 I8_ROWS_BITS(8)
 I8_ROWS(0, 32)
 
 static k3_rows_fn pick_rows(const k3_wmat *W) {
     if (W->fmt == K3_W_MXFP4) return i8_rows_0_32;
     const int g = W->group == 32 ? 0 : W->group == 64 ? 1 : 2;
-    static const k3_rows_fn t[3][3] = {{i8_rows_2_32, i8_rows_2_64, i8_rows_2_128},
-                                       {i8_rows_4_32, i8_rows_4_64, i8_rows_4_128},
-                                       {i8_rows_8_32, i8_rows_8_64, i8_rows_8_128}};
-    return t[W->bits == 2 ? 0 : W->bits == 4 ? 1 : 2][g];
+    static const k3_rows_fn t[6][3] = {
+        {i8_rows_2_32, i8_rows_2_64, i8_rows_2_128}, {i8_rows_3_32, i8_rows_3_64, i8_rows_3_128},
+        {i8_rows_4_32, i8_rows_4_64, i8_rows_4_128}, {i8_rows_5_32, i8_rows_5_64, i8_rows_5_128},
+        {i8_rows_6_32, i8_rows_6_64, i8_rows_6_128}, {i8_rows_8_32, i8_rows_8_64, i8_rows_8_128}};
+    return t[W->bits == 8 ? 5 : W->bits - 2][g];
 }
 
 void k3_matvec_i8_avx512(const k3_wmat *W, const float *x, float *y) {
     const int64_t K = W->cols, nb = K / K3_I8_BLOCK;
-    const int P = W->fmt == K3_W_MXFP4 ? 2 : 8 / W->bits;
+    const int P = planes(W->fmt == K3_W_MXFP4 ? 0 : W->bits);
     const int64_t nch = (K + 64 * P - 1) / (64 * P);
     int8_t *q = k3_scratch(K3_SCRATCH_I8_Q, (size_t)K);
     int8_t *xperm = k3_scratch(K3_SCRATCH_I8_X, (size_t)(nch * 64 * P));
@@ -226,6 +259,10 @@ void k3_matvec_i8_avx512(const k3_wmat *W, const float *x, float *y) {
     k3_i8_quantize_avx512(x, K, q, d, isum);
     if (W->fmt == K3_W_AFFINE) k3_i8_group_sums(d, isum, K, W->group, xs);
     permute_activation(q, d, K, P, xperm, dlane);
-    i8_ctx c = {{W, x, NULL, NULL, y}, xperm, dlane, xs};
+    i8_ctx c = {{W, x, NULL, NULL, y}, xperm, dlane, xs, {0}, {0}};
+    for (int i = 0; i < 64; i++) { /* output byte 8q + j = code j of the q-th 8-code run */
+        c.perm[i] = (uint8_t)(W->bits * (i / 8) + i % 8);
+        c.shift[i] = (uint8_t)(W->bits * (i % 8));
+    }
     k3_parallel_rows(&c.rows, pick_rows(W));
 }
