@@ -28,8 +28,15 @@
 
 #define MLA_AVX2 __attribute__((target("avx2,fma")))
 
+/* CPUID traps to the hypervisor on a VM: ask once. */
+static int cpu_has_avx2(void) {
+    static int has = -1; /* benign race: every thread computes the same value */
+    if (has < 0) has = k3_cpu_has_avx2();
+    return has;
+}
+
 static int use_ref(void) {
-    return k3_kernels_active() == K3_KERNELS_REF || !k3_cpu_has_avx2();
+    return k3_kernels_active() == K3_KERNELS_REF || !cpu_has_avx2();
 }
 
 static int cache_grow(k3_layer_cache *c, int64_t need, int r, int rope) {
@@ -165,7 +172,7 @@ MLA_AVX2 static void attend_avx2(const k3_attend_args *a, float *p, float *out) 
 }
 
 void k3_mla_attend(const k3_attend_args *a, float *p, float *out, int ref) {
-    if (ref || !k3_cpu_has_avx2())
+    if (ref || !cpu_has_avx2())
         attend_ref(a, p, out);
     else
         attend_avx2(a, p, out);
@@ -244,7 +251,8 @@ typedef struct {
     const float *q; /* [T, qs] */
     int64_t T, h0;  /* pairs h0*T .. of heads h0.. */
     int absorbed;
-    const float *qa, *kv; /* path B: absorbed queries [nh, T, r]; path A: keys+values of head h0 */
+    const float *qa, *kv; /* path B: absorbed queries [nh, T, r]; path A: keys [N, nope] then
+                             values [N, vd] of head h0 */
     float *out;           /* path B: [nh, T, r]; path A: o [T, os] */
     float *pbuf;          /* per thread: n_cache floats each */
     int64_t pld;
@@ -265,8 +273,8 @@ static void attend_pair(const pair_job *j, int64_t i, float *p, int ref) {
         a.dk = a.dv = r;
         o = j->out + (h * T + t) * r;
     } else {
-        a.q = qh, a.K = j->kv, a.ldk = nope + vd, a.dk = nope;
-        a.V = j->kv + nope, a.ldv = nope + vd, a.dv = vd;
+        a.q = qh, a.K = j->kv, a.ldk = nope, a.dk = nope;
+        a.V = j->kv + N * nope, a.ldv = vd, a.dv = vd;
         o = j->out + t * (int64_t)cf->num_attention_heads * vd + h * vd;
     }
     k3_mla_attend(&a, p, o, ref);
@@ -301,18 +309,13 @@ static void attention_expanded(const k3_model *m, const k3_mla_w *w, const k3_la
     const k3_config *cf = m->c;
     int nh = cf->num_attention_heads, nope = cf->qk_nope_head_dim, vd = cf->v_head_dim;
     int64_t N = c->n, ld;
-    float *kv = ws_floats(ws, K3_MLA_KV, N * (nope + vd) + N * (nope > vd ? nope : vd));
-    float *tmp = kv + N * (nope + vd);
+    float *kv = ws_floats(ws, K3_MLA_KV, N * (nope + vd)); /* keys [N, nope], values [N, vd] */
     pair_job j = {.cf = cf, .c = c, .q = q, .T = T, .absorbed = 0, .kv = kv, .out = o};
     j.pbuf = thread_rows(ws, N, &ld);
     j.pld = ld;
     for (int h = 0; h < nh; h++) {
-        uk_apply(w, h, c->lat, N, tmp, 0); /* keys [N, nope] */
-        for (int64_t s = 0; s < N; s++)
-            memcpy(kv + s * (nope + vd), tmp + s * nope, sizeof(float) * (size_t)nope);
-        k3_matmul(&w->uv[h], c->lat, N, tmp); /* values [N, vd] */
-        for (int64_t s = 0; s < N; s++)
-            memcpy(kv + s * (nope + vd) + nope, tmp + s * vd, sizeof(float) * (size_t)vd);
+        uk_apply(w, h, c->lat, N, kv, 0);
+        k3_matmul(&w->uv[h], c->lat, N, kv + N * nope);
         j.h0 = h;
         attend_pairs(&j, T);
     }
