@@ -2,7 +2,6 @@
 #include "gen/gen_opts.h"
 
 #include "base/err.h"
-#include "kernels/matvec_i8.h"
 
 #include <errno.h>
 #include <math.h>
@@ -127,9 +126,12 @@ int k3_gen_opts_parse(int argc, char **argv, const char *cmd, k3_gen_opts *o) {
             o->verbose = 1;
             continue;
         }
-        if (!strcmp(a, "--act-int8")) { /* process-wide switch, set here for both commands */
+        if (!strcmp(a, "--act-int8")) {
+            /* the same as K3_ACT=int8, which kernels/matvec_i8.c reads at the first product
+             * (parsing comes before any model work); setting the variable keeps this file
+             * free of kernel dependencies (the options fuzzer links it alone) */
             o->act_int8 = 1;
-            k3_act_int8_set(1);
+            setenv("K3_ACT", "int8", 1);
             continue;
         }
         if (!strcmp(a, "--no-chat-template") && gen) {

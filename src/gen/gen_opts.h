@@ -26,8 +26,8 @@ typedef struct k3_gen_opts {
 
 /* Parse argv[1..argc) for command `cmd` ("generate" / "chat"; chat has no
  * --prompt). Returns 0, 1 after printing --help, or 2 after printing an
- * error naming the flag. --act-int8 also switches the process-wide
- * k3_act_int8_set(1) (kernels/matvec_i8.h) at once. */
+ * error naming the flag. --act-int8 also sets K3_ACT=int8 in the environment,
+ * which turns on the int8-activation path (kernels/matvec_i8.h) process-wide. */
 int k3_gen_opts_parse(int argc, char **argv, const char *cmd, k3_gen_opts *o);
 void k3_gen_opts_usage(FILE *f, const char *cmd);
 
