@@ -125,8 +125,9 @@ static void make_x_exact(float *x, int64_t K) {
     for (int64_t b = 0; b < K / 32; b++) x[b * 32 + (b * 5) % 32] = b & 1 ? -127.0f : 127.0f;
 }
 
+/* The CPU runs the int8 kernels (AVX-512 VNNI + VBMI). */
 static int has_vnni(void) {
-    return k3_cpu_has_avx512_vnni();
+    return k3_cpu_has_avx512_vnni() && k3_cpu_has_avx512_vbmi();
 }
 
 TEST(quantizer_simd_is_ref_bitwise) {
@@ -263,8 +264,6 @@ TEST(affine_simd_vs_ref_every_width_group_scale_type) {
     for (int b = 0; b < 6; b++)
         for (int g = 0; g < 3; g++)
             for (int s = 0; s < 3; s++) {
-                int odd = bits[b] == 3 || bits[b] == 5 || bits[b] == 6;
-                if (odd && !k3_cpu_has_avx512_vbmi()) continue; /* no kernel without VBMI */
                 int64_t cols[4];
                 cols_for(groups[g], cols);
                 for (int i = 0; i < 4; i++)
@@ -306,11 +305,9 @@ TEST(threads_bitwise_on_parallel_shapes) {
     check_mat("affine2/32 129x2080", &b.w, 0);
     owned_mat c = make_mat(K3_W_MXFP4, 211, 992, 4, 32, K3_W_F32, 0);
     check_mat("mxfp4 211x992", &c.w, 0);
-    if (k3_cpu_has_avx512_vbmi()) {
-        owned_mat d = make_mat(K3_W_AFFINE, 97, 1056, 6, 32, K3_W_BF16, 0);
-        check_mat("affine6/32 97x1056", &d.w, 0);
-        free_mat(&d);
-    }
+    owned_mat d = make_mat(K3_W_AFFINE, 97, 1056, 6, 32, K3_W_BF16, 0);
+    check_mat("affine6/32 97x1056", &d.w, 0);
+    free_mat(&d);
     free_mat(&a);
     free_mat(&b);
     free_mat(&c);
@@ -332,9 +329,7 @@ TEST(switch_and_fallbacks) {
         CHECK(memcmp(y1, y0, sizeof y1) != 0, "int8 results differ from f32 ones");
     }
     owned_mat m3 = make_mat(K3_W_AFFINE, 3, 192, 3, 64, K3_W_BF16, 0);
-    CHECK(k3_i8_format_ok(&m3.w) &&
-              k3_i8_supports(&m3.w) == (has_vnni() && k3_cpu_has_avx512_vbmi()),
-          "3-bit needs VBMI");
+    CHECK(k3_i8_format_ok(&m3.w) && k3_i8_supports(&m3.w) == has_vnni(), "3-bit kernel");
     owned_mat m6 = make_mat(K3_W_AFFINE, 3, 192, 7, 64, K3_W_BF16, 0);
     CHECK(!k3_i8_supports(&m6.w) && !k3_i8_format_ok(&m6.w), "7-bit has no int8 kernel");
     k3_wmat f = {.fmt = K3_W_BF16, .rows = 1, .cols = 64};

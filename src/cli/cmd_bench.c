@@ -227,10 +227,10 @@ static int measure_model(const bench_args *a, model_result *r) {
 
 /* The activation mode decode products use: "int8" only where the CPU runs the kernel. */
 static const char *activation_mode(int verbose) {
-    int on = k3_act_int8(),
-        have = k3_kernels_active() == K3_KERNELS_AVX512 && k3_cpu_has_avx512_vnni();
+    int on = k3_act_int8(), have = k3_kernels_active() == K3_KERNELS_AVX512 &&
+                                   k3_cpu_has_avx512_vnni() && k3_cpu_has_avx512_vbmi();
     if (on && have) return verbose ? "int8 (opt-in, lossy)" : "int8";
-    if (on) return verbose ? "f32 (int8 asked for, needs AVX-512 VNNI kernels)" : "f32";
+    if (on) return verbose ? "f32 (int8 asked for, needs AVX-512 VNNI+VBMI kernels)" : "f32";
     return verbose ? "f32 (exact)" : "f32";
 }
 

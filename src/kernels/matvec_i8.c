@@ -36,12 +36,10 @@ int k3_i8_format_ok(const k3_wmat *W) {
 }
 
 int k3_i8_supports(const k3_wmat *W) {
-    if (!k3_act_int8() || k3_kernels_active() != K3_KERNELS_AVX512 || !k3_cpu_has_avx512_vnni())
-        return 0;
-    if (W->fmt == K3_W_AFFINE && (W->bits == 3 || W->bits == 5 || W->bits == 6) &&
-        !k3_cpu_has_avx512_vbmi())
-        return 0; /* the odd widths are decoded with vpermb + vpmultishiftqb */
-    return k3_i8_format_ok(W);
+    /* VBMI for every width: the kernel file is compiled with it (the 3/5/6-bit decoder
+     * uses vpermb + vpmultishiftqb), so a VNNI-only CPU (Cascade Lake) must not run it */
+    return k3_act_int8() && k3_kernels_active() == K3_KERNELS_AVX512 && k3_cpu_has_avx512_vnni() &&
+           k3_cpu_has_avx512_vbmi() && k3_i8_format_ok(W);
 }
 
 void k3_matvec_i8(const k3_wmat *W, const float *x, float *y) {

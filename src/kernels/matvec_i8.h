@@ -21,8 +21,8 @@
  * accurate choice, and they keep the simple bound.
  *
  * Handled: MLX affine bits 2, 3, 4, 5, 6, 8 with group 32/64/128 and
- * bf16/f16/f32 scales, and MXFP4 — on CPUs with AVX-512 VNNI (3/5/6 bits also
- * VBMI); K3_KERNELS=avx2 or ref turns the path off.
+ * bf16/f16/f32 scales, and MXFP4 — on CPUs with AVX-512 VNNI and VBMI (Ice
+ * Lake and later, Zen 4); K3_KERNELS=avx2 or ref turns the path off.
  * Threads split rows (k3_parallel_rows): results do not depend on the
  * thread count. The activation is quantized once per product by the calling
  * thread into its scratch, before the rows are split.
@@ -44,8 +44,7 @@ void k3_act_int8_set(int on);
 int k3_act_int8(void);
 /* 1 if the path is on and has a kernel for W on this CPU. */
 int k3_i8_supports(const k3_wmat *W);
-/* 1 if there is a kernel for W's format and shape, whatever the switch and the CPU
- * (3/5/6 bits also need AVX-512 VBMI at run time). */
+/* 1 if there is a kernel for W's format and shape, whatever the switch and the CPU. */
 int k3_i8_format_ok(const k3_wmat *W);
 /* y = W x through the int8 path (threads over rows like k3_matvec). Needs k3_i8_supports(W). */
 void k3_matvec_i8(const k3_wmat *W, const float *x, float *y);
@@ -55,7 +54,7 @@ void k3_matvec_i8_ref(const k3_wmat *W, const float *x, float *y);
 
 /* Quantize x[0..n) (n a multiple of 32): q[n], d[n/32], isum[n/32] = sum of q per block. */
 void k3_i8_quantize_ref(const float *x, int64_t n, int8_t *q, float *d, int32_t *isum);
-/* Bitwise the same as k3_i8_quantize_ref, AVX-512 (needs k3_cpu_has_avx512_vnni()). */
+/* Bitwise the same as k3_i8_quantize_ref, AVX-512 (needs VNNI + VBMI, as the kernel). */
 void k3_i8_quantize_avx512(const float *x, int64_t n, int8_t *q, float *d, int32_t *isum);
 /* xs[g] = sum_{b in g} d_b * isum_b in f32, blocks in ascending order (group a multiple of 32). */
 void k3_i8_group_sums(const float *d, const int32_t *isum, int64_t n, int group, float *xs);

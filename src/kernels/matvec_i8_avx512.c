@@ -1,4 +1,5 @@
 /* matvec_i8_avx512.c — AVX-512 VNNI decode products with int8 activations (see matvec_i8.h).
+ * Compiled for VNNI + VBMI; k3_i8_supports() requires both before anything here runs.
  *
  * vpdpbusd multiplies 64 unsigned bytes by 64 signed bytes and adds groups of
  * four into 16 int32 lanes. The weight codes are the unsigned side: a 64-byte

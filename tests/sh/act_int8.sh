@@ -7,7 +7,7 @@
 # - with --act-int8 the logits stay close to the f32-activation ones
 #   (measured: relative max diff 0.037, relative RMS 0.023, argmax 15/16;
 #   bounds below have margin), and K3_ACT=int8 gives bitwise the same;
-# - on a CPU with AVX-512 VNNI they differ from the f32 ones (the path ran),
+# - on a CPU with AVX-512 VNNI + VBMI they differ from the f32 ones (the path ran),
 #   elsewhere they are bitwise the f32 ones (clean fallback);
 # - k3 bench reports the mode (text and --json), and generate/logits/serve
 #   accept the flag.
@@ -66,7 +66,7 @@ else
 fi
 
 vnni=0
-grep -q avx512_vnni /proc/cpuinfo && vnni=1
+grep -q avx512_vnni /proc/cpuinfo && grep -q avx512vbmi /proc/cpuinfo && vnni=1
 [ "${K3_KERNELS:-}" = ref ] || [ "${K3_KERNELS:-}" = avx2 ] && vnni=0
 if [ "$vnni" = 1 ]; then
     if cmp -s "$TMP/f32" "$TMP/i8"; then
