@@ -21,13 +21,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Per-thread grow-only temporaries. Those of the calling thread: */
-static _Thread_local k3_grow_buf tl_logits, tl_idx, tl_wts, tl_start, tl_tok, tl_wt, tl_xg,
-    tl_leaves, tl_sel, tl_lat, tl_mlp_g, tl_mlp_u;
-/* and those of every thread that computes a block: */
-static _Thread_local k3_grow_buf tl_y, tl_g, tl_u, tl_d;
+/* Temporaries: per-thread grow-only buffers (rowpar.h, k3_thread_buf). */
+#define FLOATS(slot, n) ((float *)k3_thread_buf(slot, sizeof(float) * (size_t)((n) > 0 ? (n) : 1)))
 
-#define FLOATS(buf, n) ((float *)k3_grow(&(buf), sizeof(float) * (size_t)((n) > 0 ? (n) : 1)))
+/* Bytes rounded up to 64 so arrays carved from one buffer stay aligned. */
+static size_t al64(size_t b) {
+    return (b + 63) & ~(size_t)63;
+}
 
 static int few_max = 8;
 
@@ -70,7 +70,7 @@ void k3_mlp_forward(const k3_model *m, const k3_mlp_w *w, const float *x, int64_
 
 void k3_mlp_partial(const k3_model *m, const k3_mlp_w *w, const float *x, int64_t T, float *out) {
     int64_t I = w->gate.rows;
-    float *g = FLOATS(tl_mlp_g, T * I), *u = FLOATS(tl_mlp_u, T * I);
+    float *g = FLOATS(K3_TB_MLP, 2 * T * I), *u = g + T * I;
     if (T == 1) {
         gate_up_one_token(w, x, g, u);
     } else {
@@ -122,7 +122,7 @@ static void limit_groups(const k3_config *c, float *s) {
 void k3_moe_select(const k3_config *c, const float *logits, const float *bias, int *idx,
                    float *wts) {
     int E = c->num_experts, K = c->num_experts_per_token;
-    float *score = k3_grow(&tl_sel, (sizeof(float) * 2 + 1) * (size_t)E + 64);
+    float *score = k3_thread_buf(K3_TB_MOE_SEL, (sizeof(float) * 2 + 1) * (size_t)E + 64);
     float *sel = score + E;
     uint8_t *taken = (uint8_t *)(sel + E);
     memset(taken, 0, (size_t)E);
@@ -159,21 +159,25 @@ static void route_tokens(const k3_model *m, const k3_moe_w *w, const float *x, c
                          int64_t T, int64_t X, moe_job *j) {
     const k3_config *c = m->c;
     int E = c->num_experts, K = c->num_experts_per_token;
-    float *logits = FLOATS(tl_logits, T * E);
+    const size_t nl = al64(sizeof(float) * (size_t)(T * E)),
+                 ns = al64(sizeof(int) * (size_t)(T * K)),
+                 nst = al64(sizeof(int64_t) * (size_t)(2 * (E + 1))),
+                 nt = al64(sizeof(int64_t) * (size_t)(T * K));
+    char *buf = k3_thread_buf(K3_TB_MOE_ROUTE, nl + 3 * ns + nst + nt);
+    float *logits = (float *)buf;
+    int *idx = (int *)(buf + nl);
+    float *wts = (float *)(buf + nl + ns), *wt = (float *)(buf + nl + 2 * ns);
+    int64_t *start = (int64_t *)(buf + nl + 3 * ns), *tok = (int64_t *)(buf + nl + 3 * ns + nst);
     k3_matmul(&w->router, x, T, logits);
-    int *idx = k3_grow(&tl_idx, sizeof(int) * (size_t)(T * K));
-    float *wts = FLOATS(tl_wts, T * K);
     for (int64_t t = 0; t < T; t++)
         k3_moe_select(c, logits + t * E, w->bias, idx + t * K, wts + t * K);
     /* counting sort of the T*K selections by expert */
-    int64_t *start = k3_grow(&tl_start, sizeof(int64_t) * (size_t)(2 * (E + 1)));
     int64_t *fill = start + E + 1;
     memset(start, 0, sizeof(int64_t) * (size_t)(E + 1));
     for (int64_t i = 0; i < T * K; i++) start[idx[i] + 1]++;
     for (int e = 0; e < E; e++) start[e + 1] += start[e];
     memcpy(fill, start, sizeof(int64_t) * (size_t)(E + 1));
-    int64_t *tok = k3_grow(&tl_tok, sizeof(int64_t) * (size_t)(T * K));
-    float *wt = FLOATS(tl_wt, T * K), *xg = FLOATS(tl_xg, T * K * X);
+    float *xg = FLOATS(K3_TB_MOE_XG, T * K * X);
     for (int64_t t = 0; t < T; t++)
         for (int k = 0; k < K; k++) {
             int64_t at = fill[idx[t * K + k]]++;
@@ -193,7 +197,7 @@ static void expert_block(const moe_job *j, int e, int b, double *y) {
     const k3_moe_w *w = j->w;
     k3_wmat eg = k3_wmat_rows(&w->eg[e], b * ml, ml), eu = k3_wmat_rows(&w->eu[e], b * ml, ml);
     k3_wmat ed = k3_wmat_cols(&w->ed[e], b * ml, ml);
-    float *g = FLOATS(tl_g, n * ml), *u = FLOATS(tl_u, n * ml), *d = FLOATS(tl_d, n * X);
+    float *g = FLOATS(K3_TB_EXPERT_GUD, 2 * n * ml + n * X), *u = g + n * ml, *d = u + n * ml;
     const float *xe = j->xg + s0 * X;
     expert_product(&eg, xe, n, g);
     expert_product(&eu, xe, n, u);
@@ -210,7 +214,7 @@ static void expert_block(const moe_job *j, int e, int b, double *y) {
 /* leaf [T, X] = block b summed over the selected experts in ascending order. */
 static void run_block(const moe_job *j, int b, float *leaf) {
     const int E = j->m->c->num_experts;
-    double *y = k3_grow(&tl_y, sizeof(double) * (size_t)(j->T * j->X));
+    double *y = k3_thread_buf(K3_TB_EXPERT_Y, sizeof(double) * (size_t)(j->T * j->X));
     memset(y, 0, sizeof(double) * (size_t)(j->T * j->X));
     for (int e = 0; e < E; e++)
         if (j->start[e + 1] > j->start[e]) expert_block(j, e, b, y);
@@ -226,7 +230,7 @@ void k3_routed_experts(const k3_model *m, const k3_moe_w *w, const float *x, con
         run_block(&j, 0, ylat);
         return;
     }
-    float *leaves = FLOATS(tl_leaves, nb * T * X), *leaf[K3_ROWPAR_BLOCKS];
+    float *leaves = FLOATS(K3_TB_MOE_LEAVES, nb * T * X), *leaf[K3_ROWPAR_BLOCKS];
     for (int b = 0; b < nb; b++) leaf[b] = leaves + (int64_t)b * T * X;
 #pragma omp parallel
     {
@@ -258,7 +262,7 @@ void k3_moe_forward(const k3_model *m, const k3_moe_w *w, const float *x, int64_
     /* ylat [T, X] and, with shared experts, their partial output [T, D] behind it:
      * tensor parallel sums both in ONE all-reduce, before the norm (spec §5.1). */
     int64_t ns = c->num_shared_experts ? T * D : 0;
-    float *ylat = FLOATS(tl_lat, T * X + ns + (L ? T * L : 0)), *xin = NULL;
+    float *ylat = FLOATS(K3_TB_MOE_LAT, T * X + ns + (L ? T * L : 0)), *xin = NULL;
     if (L) {
         xin = ylat + T * X + ns;
         k3_matmul(&w->lat_down, x, T, xin);

@@ -10,8 +10,11 @@
 #include "model/rowpar.h"
 
 #include <omp.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "base/mem.h"
 #include "kernels/matmul.h"
 
 /* Tokens per pass: bounds the per-block buffers of a long prefill. */
@@ -74,8 +77,30 @@ void k3_tree_reduce_into(float *const *parts, int n, int64_t len, float *out) {
         tree_chunk(parts, n, c * cl, c * cl + cl <= len ? cl : len - c * cl, out);
 }
 
-/* Per-thread grow-only buffers (the token loop does not allocate). */
-static _Thread_local k3_grow_buf tl_leaves, tl_xb, tl_tmp;
+/* The per-thread buffer sets, freed by the key's destructor at thread exit
+ * (OpenMP pool threads come and go with the thread count). */
+static pthread_key_t tb_key;
+static pthread_once_t tb_once = PTHREAD_ONCE_INIT;
+
+static void tb_free(void *v) {
+    k3_grow_buf *b = v;
+    for (int i = 0; i < K3_TB_N; i++) free(b[i].p);
+    free(b);
+}
+
+static void tb_make_key(void) {
+    pthread_key_create(&tb_key, tb_free);
+}
+
+void *k3_thread_buf(int slot, size_t bytes) {
+    pthread_once(&tb_once, tb_make_key);
+    k3_grow_buf *b = pthread_getspecific(tb_key);
+    if (!b) {
+        b = k3_xcalloc(K3_TB_N, sizeof *b);
+        pthread_setspecific(tb_key, b);
+    }
+    return k3_grow(&b[slot], bytes ? bytes : 1);
+}
 
 typedef struct {
     const k3_wmat *W;
@@ -97,7 +122,7 @@ static void rowpar_item(const rowpar_job *j, int64_t it) {
         k3_matvec_serial(&Wv, j->xb[b], j->leaf[b] + r0);
         return;
     }
-    float *y = k3_grow(&tl_tmp, sizeof(float) * (size_t)(j->n * nr));
+    float *y = k3_thread_buf(K3_TB_RP_TMP, sizeof(float) * (size_t)(j->n * nr));
     k3_matmul_serial(&Wv, j->xb[b], j->n, y);
     for (int64_t t = 0; t < j->n; t++)
         memcpy(j->leaf[b] + t * R + r0, y + t * nr, sizeof(float) * (size_t)nr);
@@ -114,10 +139,10 @@ static int chunks_per_block(int nb, int64_t R) {
 /* n tokens (n <= TCHUNK) of the blocked product into Y [n, R]. */
 static void rowpar_pass(const k3_wmat *W, int nb, const float *X, int64_t n, float *Y) {
     const int64_t bc = W->cols / nb, R = W->rows;
-    float *leaves = k3_grow(&tl_leaves, sizeof(float) * (size_t)(nb * n * R));
+    float *leaves = k3_thread_buf(K3_TB_RP_LEAVES, sizeof(float) * (size_t)(nb * n * R));
     float *leaf[K3_ROWPAR_BLOCKS];
     const float *xb[K3_ROWPAR_BLOCKS];
-    float *xs = n > 1 ? k3_grow(&tl_xb, sizeof(float) * (size_t)(n * W->cols)) : NULL;
+    float *xs = n > 1 ? k3_thread_buf(K3_TB_RP_XB, sizeof(float) * (size_t)(n * W->cols)) : NULL;
     for (int b = 0; b < nb; b++) {
         leaf[b] = leaves + (int64_t)b * n * R;
         if (n == 1) { /* one token: block b of x is contiguous already */

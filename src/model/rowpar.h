@@ -32,4 +32,24 @@ void k3_tree_reduce(float *const *parts, int n, int64_t len);
  * otherwise it runs on the calling thread. No allocation. */
 void k3_tree_reduce_into(float *const *parts, int n, int64_t len, float *out);
 
+/* Per-thread grow-only buffers of the split products and the MoE (moe.c):
+ * at least `bytes` in slot `slot` for the calling thread (contents
+ * undefined), reallocated only to grow (counted by k3_workspace_grows) and
+ * freed when the thread exits. */
+enum {
+    K3_TB_RP_LEAVES = 0, /* rowpar.c: the blocks' partials */
+    K3_TB_RP_XB,         /* rowpar.c: X split into blocks */
+    K3_TB_RP_TMP,        /* rowpar.c: one item's output */
+    K3_TB_MOE_ROUTE,     /* moe.c: router logits, selections, sorted routing */
+    K3_TB_MOE_XG,        /* moe.c: gathered expert inputs */
+    K3_TB_MOE_LEAVES,    /* moe.c: the blocks' sums */
+    K3_TB_MOE_SEL,       /* moe.c: k3_moe_select's scores */
+    K3_TB_MOE_LAT,       /* moe.c: latent input/output and shared-expert partial */
+    K3_TB_MLP,           /* moe.c: MLP gate and up */
+    K3_TB_EXPERT_Y,      /* moe.c, any thread: a block's double accumulator */
+    K3_TB_EXPERT_GUD,    /* moe.c, any thread: one expert's gate, up and down outputs */
+    K3_TB_N
+};
+void *k3_thread_buf(int slot, size_t bytes);
+
 #endif
