@@ -8,7 +8,8 @@
  * products must be bitwise identical to single-threaded ones (each output is
  * computed by the same instruction sequence whatever the row split). Where
  * the CPU has AVX-512 the quantized decode kernels run in both the AVX-512
- * and the forced AVX2-only family. The serial entries must give the threaded
+ * and the forced AVX2-only family, and the AVX-512 prefill tile must give
+ * the AVX2 tile's bits. The serial entries must give the threaded
  * bits, and the few-token kernel must be within the same bound with a
  * per-token result that does not depend on T. */
 #include "kernels/avx512.h"
@@ -327,6 +328,63 @@ TEST(ref_mode_is_reachable) {
     free_mat(&a);
 }
 
+/* The AVX-512 prefill tile (32-row panels, 12-token tiles) against the AVX2
+ * one (16 x 6): the same FMA sequence per output, so the bits must agree on
+ * every format, panel tails (rows not a multiple of 8/16/32), K off the
+ * vector width, token counts around the tile sizes, 1 and 2 threads. */
+static int avx512_tile_same_bits(const k3_wmat *W, int64_t T) {
+    float *X = malloc(sizeof(float) * (size_t)(T * W->cols));
+    float *A = malloc(sizeof(float) * (size_t)(T * W->rows));
+    float *B = malloc(sizeof(float) * (size_t)(T * W->rows));
+    for (int64_t i = 0; i < T * W->cols; i++) X[i] = (float)t_rand();
+    k3_kernels_set_mode(K3_KERNELS_AVX2);
+    k3_matmul(W, X, T, A);
+    k3_kernels_set_mode(K3_KERNELS_AVX512);
+    int same = 1;
+    for (int th = 1; th <= 2; th++) {
+        omp_set_num_threads(th);
+        memset(B, 0xff, sizeof(float) * (size_t)(T * W->rows));
+        k3_matmul(W, X, T, B);
+        same &= memcmp(A, B, sizeof(float) * (size_t)(T * W->rows)) == 0;
+    }
+    k3_kernels_set_mode(K3_KERNELS_AUTO);
+    n_compared++;
+    free(X);
+    free(A);
+    free(B);
+    return same;
+}
+
+TEST(matmul_avx512_bitwise_avx2) {
+    const int64_t rows[] = {1, 7, 9, 31, 33, 45, 70, 129};
+    const int64_t toks[] = {2, 5, 11, 12, 13, 25, 64};
+    const int bits[] = {2, 3, 4, 5, 6, 8};
+    for (int i = 0; i < 8; i++) {
+        int64_t R = rows[i], T = toks[i % 7];
+        const k3_wfmt ff[] = {K3_W_F32, K3_W_F16, K3_W_BF16};
+        for (int f = 0; f < 3; f++) {
+            owned_mat m = make_mat(ff[f], R, 1 + 37 * (i + f) + (i % 3) * 64, 0, 0, K3_W_F32);
+            CHECK(avx512_tile_same_bits(&m.w, T), "%s R=%lld K=%lld T=%lld", k3_wfmt_name(ff[f]),
+                  (long long)R, (long long)m.w.cols, (long long)T);
+            free_mat(&m);
+        }
+        owned_mat x = make_mat(K3_W_MXFP4, R, 32 * (1 + i), 4, 32, K3_W_F32);
+        CHECK(avx512_tile_same_bits(&x.w, T + 1), "mxfp4 R=%lld", (long long)R);
+        free_mat(&x);
+        int g = 32 << (i % 3);
+        owned_mat a =
+            make_mat(K3_W_AFFINE, R, g * (1 + i % 4), bits[i % 6], g, i % 2 ? K3_W_BF16 : K3_W_F16);
+        CHECK(avx512_tile_same_bits(&a.w, T), "affine%d/%d R=%lld", bits[i % 6], g, (long long)R);
+        free_mat(&a);
+    }
+    owned_mat big = make_mat(K3_W_BF16, 257, 515, 0, 0, K3_W_F32); /* threaded panels */
+    CHECK(avx512_tile_same_bits(&big.w, 37), "bf16 257x515 T=37");
+    free_mat(&big);
+    owned_mat q = make_mat(K3_W_AFFINE, 301, 512, 4, 64, K3_W_BF16);
+    CHECK(avx512_tile_same_bits(&q.w, 29), "affine4 301x512 T=29");
+    free_mat(&q);
+}
+
 /* The AVX2-only family (what CI machines without AVX-512 run), forced. */
 TEST(avx2_only_mode) {
     k3_kernels_set_mode(K3_KERNELS_AVX2);
@@ -350,6 +408,7 @@ int main(void) {
     RUN(few_tokens_every_format);
     RUN(ref_mode_is_reachable);
     if (k3_cpu_has_avx512()) RUN(avx2_only_mode);
+    if (k3_cpu_has_avx512()) RUN(matmul_avx512_bitwise_avx2);
     printf("  (%d products compared)\n", n_compared);
     return t_done();
 }

@@ -52,6 +52,8 @@ void k3_matmul(const k3_wmat *W, const float *X, int64_t T, float *Y) {
     }
     if (T == 1)
         matvec_fast(W, X, Y);
+    else if (k3_kernels_active() == K3_KERNELS_AVX512)
+        k3_matmul_avx512(W, X, T, Y);
     else
         k3_matmul_avx2(W, X, T, Y);
 }
