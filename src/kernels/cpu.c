@@ -11,11 +11,17 @@
 static k3_kernels_mode forced = K3_KERNELS_AUTO;
 static int resolved = -1; /* cached k3_kernels_active() result, -1 = not yet */
 
+/* Every answer is cached after the first call: CPUID traps to the hypervisor
+ * on virtual machines (measured 16% of int8 decode time when it was asked
+ * per product). Races are benign: every thread computes the same value. */
 int k3_cpu_has_f16c(void) {
 #if defined(__x86_64__) || defined(__i386__)
-    unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
-    return (c & bit_F16C) != 0;
+    static int has = -1;
+    if (has < 0) {
+        unsigned a, b, c, d;
+        has = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+    }
+    return has;
 #else
     return 0;
 #endif
@@ -23,8 +29,12 @@ int k3_cpu_has_f16c(void) {
 
 int k3_cpu_has_avx2(void) {
 #if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && k3_cpu_has_f16c();
+    static int has = -1;
+    if (has < 0) {
+        __builtin_cpu_init();
+        has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && k3_cpu_has_f16c();
+    }
+    return has;
 #else
     return 0;
 #endif
@@ -32,7 +42,7 @@ int k3_cpu_has_avx2(void) {
 
 int k3_cpu_has_avx512_vnni(void) {
 #if defined(__x86_64__)
-    static int has = -1; /* cached: asked once per product */
+    static int has = -1;
     if (has < 0) {
         __builtin_cpu_init();
         has = k3_cpu_has_avx512() && __builtin_cpu_supports("avx512vnni");
@@ -45,8 +55,12 @@ int k3_cpu_has_avx512_vnni(void) {
 
 int k3_cpu_has_avx512_vbmi(void) {
 #if defined(__x86_64__)
-    __builtin_cpu_init();
-    return k3_cpu_has_avx512() && __builtin_cpu_supports("avx512vbmi");
+    static int has = -1;
+    if (has < 0) {
+        __builtin_cpu_init();
+        has = k3_cpu_has_avx512() && __builtin_cpu_supports("avx512vbmi");
+    }
+    return has;
 #else
     return 0;
 #endif

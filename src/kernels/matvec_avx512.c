@@ -23,10 +23,14 @@
 
 int k3_cpu_has_avx512(void) {
 #if defined(__x86_64__)
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") &&
-           __builtin_cpu_supports("fma") && k3_cpu_has_f16c();
+    static int has = -1; /* cached, as in cpu.c */
+    if (has < 0) {
+        __builtin_cpu_init();
+        has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") &&
+              __builtin_cpu_supports("fma") && k3_cpu_has_f16c();
+    }
+    return has;
 #else
     return 0;
 #endif
