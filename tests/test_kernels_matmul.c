@@ -389,6 +389,8 @@ TEST(matmul_avx512_bitwise_avx2) {
 TEST(avx2_only_mode) {
     k3_kernels_set_mode(K3_KERNELS_AVX2);
     CHECK(!strcmp(k3_kernels_name(), "avx2"));
+    float_formats_vs_ref();
+    sliced_views_vs_ref();
     mxfp4_vs_ref();
     affine_every_width_group_scale_type();
     few_tokens_every_format();

@@ -114,11 +114,9 @@ K3_AVX2 void k3_avx2_decode_row(const k3_wmat *W, int64_t r, float *out) {
 }
 
 /* 8x8 transpose of rows src[i*ld ..] (i < 8) into dst[k*16 + i] (k < 8). */
-K3_AVX2_INLINE void transpose8(const float *src, int64_t ld, float *dst) {
-    __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + ld),
-           r2 = _mm256_loadu_ps(src + 2 * ld), r3 = _mm256_loadu_ps(src + 3 * ld),
-           r4 = _mm256_loadu_ps(src + 4 * ld), r5 = _mm256_loadu_ps(src + 5 * ld),
-           r6 = _mm256_loadu_ps(src + 6 * ld), r7 = _mm256_loadu_ps(src + 7 * ld);
+/* dst[c * 16 + i] = r_i[c] for eight 8-lane rows. */
+K3_AVX2_INLINE void transpose8_regs(__m256 r0, __m256 r1, __m256 r2, __m256 r3, __m256 r4,
+                                    __m256 r5, __m256 r6, __m256 r7, float *dst) {
     __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1),
            t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3),
            t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
@@ -137,10 +135,49 @@ K3_AVX2_INLINE void transpose8(const float *src, int64_t ld, float *dst) {
     _mm256_storeu_ps(dst + 7 * 16, _mm256_permute2f128_ps(u3, u7, 0x31));
 }
 
+K3_AVX2_INLINE void transpose8(const float *src, int64_t ld, float *dst) {
+    transpose8_regs(_mm256_loadu_ps(src), _mm256_loadu_ps(src + ld), _mm256_loadu_ps(src + 2 * ld),
+                    _mm256_loadu_ps(src + 3 * ld), _mm256_loadu_ps(src + 4 * ld),
+                    _mm256_loadu_ps(src + 5 * ld), _mm256_loadu_ps(src + 6 * ld),
+                    _mm256_loadu_ps(src + 7 * ld), dst);
+}
+
+/* Eight rows of an f32/f16/bf16 matrix straight from the weights into panel
+ * columns 0..7 of P (m <= 8 real rows, the rest zero): each 8 x 8 block is
+ * decoded in registers and transposed, with no row buffer in between. */
+K3_AVX2 static void pack_float_rows(const k3_wmat *W, int64_t r0, int m, float *P) {
+    const int64_t K = W->cols, kp = round8(K);
+    const uint8_t *rp[8];
+    for (int i = 0; i < 8; i++) /* rows past m are never read */
+        rp[i] = W->data + (size_t)(i < m ? r0 + i : 0) * W->row_stride;
+    const __m256 z = _mm256_setzero_ps();
+    int64_t k = 0;
+#define DEC(i)                                                                                     \
+    (i < m ? (W->fmt == K3_W_F32   ? k3_dec8_f32(rp[i], k)                                         \
+              : W->fmt == K3_W_F16 ? k3_dec8_f16(rp[i], k)                                         \
+                                   : k3_dec8_bf16(rp[i], k))                                       \
+           : z)
+    for (; k + 8 <= K; k += 8)
+        transpose8_regs(DEC(0), DEC(1), DEC(2), DEC(3), DEC(4), DEC(5), DEC(6), DEC(7), P + k * 16);
+#undef DEC
+    if (k < kp) { /* the last partial column block, zero-padded */
+        float tail[8][8] __attribute__((aligned(32))) = {{0}};
+        for (int i = 0; i < m; i++)
+            for (int64_t c = k; c < K; c++) tail[i][c - k] = k3_wmat_elt(W->fmt, rp[i], c);
+        transpose8(&tail[0][0], 8, P + k * 16);
+    }
+}
+
 /* Decode rows [r0, r0+n) (n <= 16) into the k-major panel P[k*16 + i];
- * rows n..15 are zero. `rows` is a 16 x kp row-major temporary. */
+ * rows n..15 are zero. Float formats go straight from the weights; the
+ * quantized ones through the row decoder and `rows`, a 16 x kp temporary. */
 K3_AVX2 static void pack_panel(const k3_wmat *W, int64_t r0, int n, float *rows, float *P) {
     const int64_t kp = round8(W->cols);
+    if (W->fmt == K3_W_F32 || W->fmt == K3_W_F16 || W->fmt == K3_W_BF16) {
+        pack_float_rows(W, r0, n < 8 ? n : 8, P);
+        pack_float_rows(W, r0 + 8, n - 8, P + 8); /* m <= 0: zero columns */
+        return;
+    }
     for (int i = 0; i < n; i++) k3_avx2_decode_row(W, r0 + i, rows + i * kp);
     if (n < 16) memset(rows + n * kp, 0, sizeof(float) * (size_t)((16 - n) * kp));
     for (int64_t k = 0; k < kp; k += 8) {

@@ -59,7 +59,8 @@ K3_AVX512_INLINE void transpose8(__m256 r0, __m256 r1, __m256 r2, __m256 r3, __m
 K3_AVX512 static void pack_float_rows(const k3_wmat *W, int64_t r0, int m, float *P) {
     const int64_t K = W->cols, kp = round8(K);
     const uint8_t *rp[8];
-    for (int i = 0; i < 8; i++) rp[i] = W->data + (size_t)(r0 + (i < m ? i : 0)) * W->row_stride;
+    for (int i = 0; i < 8; i++) /* rows past m are never read */
+        rp[i] = W->data + (size_t)(i < m ? r0 + i : 0) * W->row_stride;
     const __m256 z = _mm256_setzero_ps();
     int64_t k = 0;
 #define DEC(i)                                                                                     \
@@ -128,19 +129,22 @@ K3_AVX512 static void pack_panel(const k3_wmat *W, int64_t r0, int n, float *row
 K3_AVX512_INLINE void tile(const float *P, const float *X, int64_t K, int NT, float *Y, int64_t R,
                            int nr) {
     TILE_ZERO(0)
-    TILE_ZERO(1) TILE_ZERO(2) TILE_ZERO(3) TILE_ZERO(4) TILE_ZERO(5) TILE_ZERO(6) TILE_ZERO(7)
-        TILE_ZERO(8) TILE_ZERO(9) TILE_ZERO(10) TILE_ZERO(11) for (int64_t k = 0; k < K; k++) {
+    TILE_ZERO(1)
+    TILE_ZERO(2) TILE_ZERO(3) TILE_ZERO(4) TILE_ZERO(5) TILE_ZERO(6) TILE_ZERO(7) TILE_ZERO(8)
+        TILE_ZERO(9) TILE_ZERO(10) TILE_ZERO(11) for (int64_t k = 0; k < K; k++) {
         __m512 b0 = _mm512_load_ps(P + k * PANEL_ROWS),
                b1 = _mm512_load_ps(P + k * PANEL_ROWS + 16);
         TILE_ROW(0)
-        TILE_ROW(1) TILE_ROW(2) TILE_ROW(3) TILE_ROW(4) TILE_ROW(5) TILE_ROW(6) TILE_ROW(7)
-            TILE_ROW(8) TILE_ROW(9) TILE_ROW(10) TILE_ROW(11)
+        TILE_ROW(1)
+        TILE_ROW(2) TILE_ROW(3) TILE_ROW(4) TILE_ROW(5) TILE_ROW(6) TILE_ROW(7) TILE_ROW(8)
+            TILE_ROW(9) TILE_ROW(10) TILE_ROW(11)
     }
     __mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1);
     __mmask16 m1 = nr >= 32 ? 0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
     TILE_STORE(0)
-    TILE_STORE(1) TILE_STORE(2) TILE_STORE(3) TILE_STORE(4) TILE_STORE(5) TILE_STORE(6)
-        TILE_STORE(7) TILE_STORE(8) TILE_STORE(9) TILE_STORE(10) TILE_STORE(11)
+    TILE_STORE(1)
+    TILE_STORE(2) TILE_STORE(3) TILE_STORE(4) TILE_STORE(5) TILE_STORE(6) TILE_STORE(7)
+        TILE_STORE(8) TILE_STORE(9) TILE_STORE(10) TILE_STORE(11)
 }
 #undef TILE_ROW
 #undef TILE_STORE
@@ -156,7 +160,8 @@ K3_AVX512 static void tile_any(const float *P, const float *X, int64_t K, int nt
         tile(P, X, K, n, Y, R, nr);                                                                \
         break;
         CASE(12)
-        CASE(11) CASE(10) CASE(9) CASE(8) CASE(7) CASE(6) CASE(5) CASE(4) CASE(3) CASE(2)
+        CASE(11)
+        CASE(10) CASE(9) CASE(8) CASE(7) CASE(6) CASE(5) CASE(4) CASE(3) CASE(2)
 #undef CASE
             default : tile(P, X, K, 1, Y, R, nr);
         break;
