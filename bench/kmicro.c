@@ -7,6 +7,7 @@
  *
  *     cc -O2 -fopenmp -Iinclude -Isrc bench/kmicro.c build/libk3.a -lm -o build/kmicro
  *     build/kmicro 512 4096 1 4      # R K T bits
+ *     K3_KMICRO_FEW=1 build/kmicro 256 512 6 0   # k3_matmul_few instead
  */
 #include "kernels/matmul.h"
 #include "quant/quantize.h"
@@ -53,6 +54,8 @@ int main(int argc, char **argv) {
         double t0 = cpu();
         if (T == 1)
             k3_matvec(&w, X, Y);
+        else if (getenv("K3_KMICRO_FEW")) /* the few-token row-dot kernel */
+            k3_matmul_few(&w, X, T, Y);
         else
             k3_matmul(&w, X, T, Y);
         double t = cpu() - t0;
