@@ -13,6 +13,8 @@
 #   bench/run.sh                 BUILD=build, checkpoints in /tmp/k3-bench-models
 #   BUILD=dir WORK=dir bench/run.sh
 #   RUNS=3 THREADS="2" bench/run.sh   fewer runs / thread counts
+#   ROUNDS=1 bench/run.sh          one pass over the list (default 3, interleaved;
+#                                  cells are medians over the rounds, with min-max)
 #
 # OMP_WAIT_POLICY defaults to passive: on a shared machine, spinning OpenMP
 # workers steal the core from the thread they wait for and 2-thread numbers
@@ -26,6 +28,7 @@ K3=${K3:-$BUILD/k3}
 WORK=${WORK:-/tmp/k3-bench-models}
 CFG=${CFG:-../shared/bench/k3-bench-config.json}
 RUNS=${RUNS:-5}
+ROUNDS=${ROUNDS:-3}
 THREADS=${THREADS:-1 2}
 OUT=${OUT:-bench/RESULTS.md}
 mkdir -p "$WORK"
@@ -51,8 +54,10 @@ make_models
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
-rows=""
-bench_row() { # format, threads, label, extra k3 bench flags... -> appends a table row
+JS=$(mktemp)
+trap 'rm -f "$JS"' EXIT
+# One k3 bench run -> a line "label|threads|json" in $JS.
+bench_once() { # format, threads, label, extra k3 bench flags...
     local m=$1 t=$2 label=$3
     shift 3
     local j
@@ -63,24 +68,46 @@ bench_row() { # format, threads, label, extra k3 bench flags... -> appends a tab
         echo "$label: no int8 kernels on this CPU, row skipped" >&2
         return
     fi
-    rows+="| $label | $t | $(field "$j" prefill_tps) | $(field "$j" decode_tps) | "
-    rows+="$(mib "$(field "$j" active_bytes_per_token)") | $(gbs "$(field "$j" bandwidth_bytes_per_s)") | "
-    rows+="$(awk -v b="$(field "$j" bandwidth_bytes_per_s)" -v a="$(field "$j" active_bytes_per_token)" \
-        'BEGIN { printf "%.1f", b / a }') | $(field "$j" roofline) | "
-    rows+="$(mib "$(field "$j" peak_rss_bytes)") | $(field "$j" load_s) |"$'\n'
+    echo "$label|$t|$j" >>"$JS"
 }
-for m in bf16 mxfp4 q8 q4 q2-mixed; do
-    for t in $THREADS; do bench_row "$m" "$t" "$m"; done
+# ROUNDS passes over the whole list, interleaved, so a slow minute of a
+# shared machine spreads over every row instead of landing on one.
+labels=()
+for r in $(seq "$ROUNDS"); do
+    for m in bf16 mxfp4 q8 q4 q2-mixed; do
+        for t in $THREADS; do bench_once "$m" "$t" "$m"; done
+    done
+    for m in mxfp4 q8 q4 q2-mixed; do
+        for t in ${I8_THREADS-2}; do bench_once "$m" "$t" "$m act-int8" --act-int8; done
+    done
 done
-for m in mxfp4 q8 q4 q2-mixed; do
-    for t in ${I8_THREADS-2}; do bench_row "$m" "$t" "$m act-int8" --act-int8; done
+# med KEY FIELD -> median over the rounds; range KEY FIELD -> "min-max".
+vals() { awk -F'|' -v k="$1" '$1 "|" $2 == k { print $3 }' "$JS" | while read -r j; do field "$j" "$2"; done | sort -g; }
+med() { # key, field [, printf format]
+    vals "$1" "$2" | awk -v f="${3:-%.2f}" '{ v[NR] = $1 }
+        END { if (NR) printf f, (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
+}
+range() { vals "$1" "$2" | awk 'NR == 1 { lo = $1 } { hi = $1 } END { if (NR > 1) printf " (%s-%s)", lo, hi }'; }
+rows=""
+for key in $(cut -d'|' -f1,2 "$JS" | awk '!seen[$0]++' | tr ' ' '~'); do
+    k=${key//\~/ }
+    label=${k%|*}
+    t=${k##*|}
+    rows+="| $label | $t | $(med "$k" prefill_tps)$(range "$k" prefill_tps) | "
+    rows+="$(med "$k" decode_tps)$(range "$k" decode_tps) | "
+    rows+="$(mib "$(med "$k" active_bytes_per_token %.0f)") | $(gbs "$(med "$k" bandwidth_bytes_per_s %.0f)") | "
+    rows+="$(awk -v b="$(med "$k" bandwidth_bytes_per_s %.0f)" -v a="$(med "$k" active_bytes_per_token %.0f)" \
+        'BEGIN { printf "%.1f", b / a }') | $(med "$k" roofline %.3f)$(range "$k" roofline) | "
+    rows+="$(mib "$(med "$k" peak_rss_bytes %.0f)") | $(med "$k" load_s %.3f) |"$'\n'
 done
 {
     echo "# k3 benchmark results"
     echo
     echo "Commit \`$commit\`, $(date -u '+%Y-%m-%d %H:%M UTC'), $cpu, $(nproc) cores, kernels $isa (avx512 = AVX2 everywhere plus the AVX-512 MXFP4 matvec)."
-    echo "Model: bench preset (\`$CFG\`), prompt 64 tokens, 32 decoded tokens, median of $RUNS runs"
-    echo "after a warm-up. Roofline = measured read bandwidth / weight bytes per decoded token."
+    echo "Model: bench preset (\`$CFG\`), prompt 64 tokens, 32 decoded tokens. Each \`k3 bench\` run reports"
+    echo "the median of $RUNS runs after a warm-up; the whole list ran $ROUNDS times, interleaved: each cell is the"
+    echo "median over those rounds (min-max in brackets). Roofline = read bandwidth measured in the"
+    echo "same run / weight bytes per decoded token; ratio = decode tok/s / roofline tok/s."
     echo "OMP_WAIT_POLICY=$OMP_WAIT_POLICY; load average before: $load0, after: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "(other jobs were sharing the machine when the load average is well above the thread count)."
     echo "Rows \"act-int8\": \`--act-int8\` (int8 activations with VNNI integer dots in quantized decode;"
