@@ -24,11 +24,11 @@ static int block_cols(int bits) {
 /* xp[c0 + 8d + l] = x[c0 + l*D + d] * 2^-(d*bits) for every block c0. */
 static void permute_x(const float *x, int64_t K, int bits, float *xp) {
     const int bc = block_cols(bits), D = bc / 8;
+    float s[8]; /* 2^-(d*bits), once per call (ldexpf per block was 1-2% of decode) */
+    for (int d = 0; d < D; d++) s[d] = ldexpf(1.0f, -d * bits);
     for (int64_t c0 = 0; c0 < K; c0 += bc)
-        for (int d = 0; d < D; d++) {
-            float s = ldexpf(1.0f, -d * bits);
-            for (int l = 0; l < 8; l++) xp[c0 + 8 * d + l] = x[c0 + l * D + d] * s;
-        }
+        for (int d = 0; d < D; d++)
+            for (int l = 0; l < 8; l++) xp[c0 + 8 * d + l] = x[c0 + l * D + d] * s[d];
 }
 
 K3_AVX2 static void group_sums(const float *x, int64_t K, int G, float *xsum) {
