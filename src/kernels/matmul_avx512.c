@@ -83,9 +83,82 @@ K3_AVX512 static void pack_float_rows(const k3_wmat *W, int64_t r0, int m, float
     }
 }
 
+/* Eight rows of an MLX affine matrix straight into panel columns g..g+7:
+ * per group the rows' scales and biases are broadcast once, each 8-code
+ * block is decoded and scaled in registers (the AVX2 row decoder's
+ * fma(code, s, b), so the panel holds the same floats) and transposed. */
+K3_AVX512_INLINE void pack_affine_rows(const k3_wmat *W, int64_t r0, int m, float *P, int bits,
+                                       int G) {
+    const uint8_t *rp[8], *sp[8], *bp[8];
+    for (int i = 0; i < 8; i++) { /* rows past m are never read */
+        int64_t r = i < m ? r0 + i : 0;
+        rp[i] = W->data + (size_t)r * W->row_stride;
+        sp[i] = W->scales + (size_t)r * W->scale_stride;
+        bp[i] = W->biases + (size_t)r * W->bias_stride;
+    }
+    const __m256 z = _mm256_setzero_ps();
+    for (int64_t g = 0; g < W->cols / G; g++) {
+        __m256 sc[8], bi[8];
+        for (int i = 0; i < 8; i++) {
+            sc[i] = i < m ? _mm256_set1_ps(k3_wmat_elt(W->scale_fmt, sp[i], g)) : z;
+            bi[i] = i < m ? _mm256_set1_ps(k3_wmat_elt(W->scale_fmt, bp[i], g)) : z;
+        }
+        for (int j = 0; j < G; j += 8) {
+            const int64_t c = g * G + j;
+#define DEC(i) (i < m ? _mm256_fmadd_ps(k3_dec8_codes(rp[i], c, bits), sc[i], bi[i]) : z)
+            transpose8(DEC(0), DEC(1), DEC(2), DEC(3), DEC(4), DEC(5), DEC(6), DEC(7),
+                       P + c * PANEL_ROWS, PANEL_ROWS);
+#undef DEC
+        }
+    }
+}
+
+/* pack_affine_rows with bits and group as constants. */
+#define AFFINE_PACK(B)                                                                             \
+    K3_AVX512 static void pack_affine_##B(const k3_wmat *W, int64_t r0, int m, float *P) {         \
+        if (W->group == 32)                                                                        \
+            pack_affine_rows(W, r0, m, P, B, 32);                                                  \
+        else if (W->group == 64)                                                                   \
+            pack_affine_rows(W, r0, m, P, B, 64);                                                  \
+        else                                                                                       \
+            pack_affine_rows(W, r0, m, P, B, 128);                                                 \
+    }
+AFFINE_PACK(2)
+AFFINE_PACK(3)
+AFFINE_PACK(4)
+AFFINE_PACK(5)
+AFFINE_PACK(6)
+AFFINE_PACK(8)
+#undef AFFINE_PACK
+
+/* Eight affine rows into the panel, or 0 for a width without a direct path. */
+K3_AVX512 static int pack_affine(const k3_wmat *W, int64_t r0, int m, float *P) {
+    switch (W->bits) {
+    case 2:
+        pack_affine_2(W, r0, m, P);
+        return 1;
+    case 3:
+        pack_affine_3(W, r0, m, P);
+        return 1;
+    case 4:
+        pack_affine_4(W, r0, m, P);
+        return 1;
+    case 5:
+        pack_affine_5(W, r0, m, P);
+        return 1;
+    case 6:
+        pack_affine_6(W, r0, m, P);
+        return 1;
+    case 8:
+        pack_affine_8(W, r0, m, P);
+        return 1;
+    }
+    return 0;
+}
+
 /* Decode rows [r0, r0+n) (n <= 32) into the k-major panel P[k*32 + i], eight
- * rows at a time; rows n..31 are zero. Float formats go straight from the
- * weights; the quantized ones through the AVX2 row decoder and the 8 x kp
+ * rows at a time; rows n..31 are zero. Float and affine formats go straight
+ * from the weights; MXFP4 through the AVX2 row decoder and the 8 x kp
  * temporary `rows`. */
 K3_AVX512 static void pack_panel(const k3_wmat *W, int64_t r0, int n, float *rows, float *P) {
     const int64_t kp = round8(W->cols);
@@ -100,6 +173,7 @@ K3_AVX512 static void pack_panel(const k3_wmat *W, int64_t r0, int n, float *row
             pack_float_rows(W, r0 + g, m, P + g);
             continue;
         }
+        if (W->fmt == K3_W_AFFINE && pack_affine(W, r0 + g, m, P + g)) continue;
         for (int i = 0; i < m; i++) k3_avx2_decode_row(W, r0 + g + i, rows + i * kp);
         if (m < 8) memset(rows + m * kp, 0, sizeof(float) * (size_t)((8 - m) * kp));
         for (int64_t k = 0; k < kp; k += 8) {
@@ -130,21 +204,24 @@ K3_AVX512_INLINE void tile(const float *P, const float *X, int64_t K, int NT, fl
                            int nr) {
     TILE_ZERO(0)
     TILE_ZERO(1)
-    TILE_ZERO(2) TILE_ZERO(3) TILE_ZERO(4) TILE_ZERO(5) TILE_ZERO(6) TILE_ZERO(7) TILE_ZERO(8)
-        TILE_ZERO(9) TILE_ZERO(10) TILE_ZERO(11) for (int64_t k = 0; k < K; k++) {
+    TILE_ZERO(2)
+    TILE_ZERO(3) TILE_ZERO(4) TILE_ZERO(5) TILE_ZERO(6) TILE_ZERO(7) TILE_ZERO(8) TILE_ZERO(9)
+        TILE_ZERO(10) TILE_ZERO(11) for (int64_t k = 0; k < K; k++) {
         __m512 b0 = _mm512_load_ps(P + k * PANEL_ROWS),
                b1 = _mm512_load_ps(P + k * PANEL_ROWS + 16);
         TILE_ROW(0)
         TILE_ROW(1)
-        TILE_ROW(2) TILE_ROW(3) TILE_ROW(4) TILE_ROW(5) TILE_ROW(6) TILE_ROW(7) TILE_ROW(8)
-            TILE_ROW(9) TILE_ROW(10) TILE_ROW(11)
+        TILE_ROW(2)
+        TILE_ROW(3) TILE_ROW(4) TILE_ROW(5) TILE_ROW(6) TILE_ROW(7) TILE_ROW(8) TILE_ROW(9)
+            TILE_ROW(10) TILE_ROW(11)
     }
     __mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1);
     __mmask16 m1 = nr >= 32 ? 0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
     TILE_STORE(0)
     TILE_STORE(1)
-    TILE_STORE(2) TILE_STORE(3) TILE_STORE(4) TILE_STORE(5) TILE_STORE(6) TILE_STORE(7)
-        TILE_STORE(8) TILE_STORE(9) TILE_STORE(10) TILE_STORE(11)
+    TILE_STORE(2)
+    TILE_STORE(3) TILE_STORE(4) TILE_STORE(5) TILE_STORE(6) TILE_STORE(7) TILE_STORE(8)
+        TILE_STORE(9) TILE_STORE(10) TILE_STORE(11)
 }
 #undef TILE_ROW
 #undef TILE_STORE
@@ -161,7 +238,8 @@ K3_AVX512 static void tile_any(const float *P, const float *X, int64_t K, int nt
         break;
         CASE(12)
         CASE(11)
-        CASE(10) CASE(9) CASE(8) CASE(7) CASE(6) CASE(5) CASE(4) CASE(3) CASE(2)
+        CASE(10)
+        CASE(9) CASE(8) CASE(7) CASE(6) CASE(5) CASE(4) CASE(3) CASE(2)
 #undef CASE
             default : tile(P, X, K, 1, Y, R, nr);
         break;
