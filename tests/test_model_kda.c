@@ -4,6 +4,7 @@
  * elementwise ops of the layer (conv + SiLU, row RMSNorm, SiTU) bitwise equal
  * for 1 and 2 threads. */
 #include "kernels/cpu.h"
+#include "kernels/vmath.h"
 #include "model/kda.h"
 #include "model/model.h"
 #include "model/ops.h"
@@ -107,9 +108,50 @@ TEST(conv_norm_situ_threads_bitwise) {
     free(u), free(g), free(u1), free(u2);
 }
 
+/* The causal conv of one channel, written out as the spec states it, with
+ * the products and sums in double in the engine's order. */
+static void conv_channel_ref(float *z, int T, int ld, const float *wc, float *state, int sld) {
+    float h[3] = {state[0], state[sld], state[2 * sld]};
+    for (int t = 0; t < T; t++) {
+        float zt = z[t * ld];
+        double u = (double)wc[3] * zt;
+        for (int j = 0; j < 3; j++) {
+            double p = (double)wc[j] * h[j];
+            u += p;
+        }
+        h[0] = h[1], h[1] = h[2], h[2] = zt;
+        z[t * ld] = (float)u;
+    }
+    for (int j = 0; j < 3; j++) state[j * sld] = h[j];
+}
+
+/* k3_kda_conv (8 channels per vector, kernel 4) against that scalar conv
+ * followed by the same SiLU: the same bits, output and state, with a
+ * channel count that leaves a tail (1031 = 128 x 8 + 7), a column offset
+ * and the state carried into a second call. */
+TEST(conv_vector_vs_scalar_bitwise) {
+    enum { T = 29, C = 1031, LD = 1040, K = 4, C0 = 5 };
+    float *z = randv(T * LD, 3), *w = randv(C * K, 1), *st = randv((K - 1) * LD, 1);
+    float *z1 = randv(T * LD, 0), *z2 = randv(T * LD, 0), *s1 = randv((K - 1) * LD, 0),
+          *s2 = randv((K - 1) * LD, 0);
+    memcpy(z1, z, sizeof(float) * T * LD), memcpy(s1, st, sizeof(float) * (K - 1) * LD);
+    memcpy(z2, z, sizeof(float) * T * LD), memcpy(s2, st, sizeof(float) * (K - 1) * LD);
+    k3_kda_conv(z1, 20, LD, C0, C, w, K, s1, LD);
+    k3_kda_conv(z1 + 20 * LD, T - 20, LD, C0, C, w, K, s1, LD);
+    for (int c = 0; c < C; c++) {
+        conv_channel_ref(z2 + C0 + c, 20, LD, w + c * K, s2 + C0 + c, LD);
+        conv_channel_ref(z2 + 20 * LD + C0 + c, T - 20, LD, w + c * K, s2 + C0 + c, LD);
+    }
+    for (int t = 0; t < T; t++) k3_vsilu(z2 + t * LD + C0, z2 + t * LD + C0, C);
+    CHECK(!memcmp(z1, z2, sizeof(float) * T * LD), "conv output");
+    CHECK(!memcmp(s1, s2, sizeof(float) * (K - 1) * LD), "conv state");
+    free(z), free(w), free(st), free(z1), free(z2), free(s1), free(s2);
+}
+
 int main(void) {
     RUN(vector_step_matches_reference_awkward_sizes);
     RUN(reference_mode_selects_scalar_step);
     RUN(conv_norm_situ_threads_bitwise);
+    RUN(conv_vector_vs_scalar_bitwise);
     return t_done();
 }

@@ -31,7 +31,10 @@ static void conv_channel(float *z, int64_t T, int64_t ld, const float *wc, int K
     for (int64_t t = 0; t < T; t++) {
         float zt = z[t * ld];
         double u = (double)wc[K - 1] * zt;
-        for (int j = 0; j < K - 1; j++) u += (double)wc[j] * hist[j];
+        for (int j = 0; j < K - 1; j++) {
+            double p = (double)wc[j] * hist[j]; /* own statement: never contracted into */
+            u += p;                             /* an FMA, so conv8_k4 matches bitwise */
+        }
         for (int j = 0; j + 1 < K - 1; j++) hist[j] = hist[j + 1];
         if (K > 1) hist[K - 2] = zt;
         z[t * ld] = (float)u;
@@ -39,16 +42,73 @@ static void conv_channel(float *z, int64_t T, int64_t ld, const float *wc, int K
     for (int j = 0; j < K - 1; j++) state[j * sld] = hist[j];
 }
 
+/* conv_channel for 8 adjacent channels with kernel 4 (the release value):
+ * channels in vector lanes, the same double products and sums in the same
+ * order (conv_channel keeps the product in its own statement, so no
+ * compiler contracts it into an FMA), so every lane's bits are those of
+ * conv_channel. z, w and state as in conv_channel, with
+ * channel i at +i (w at +i*4). */
+__attribute__((target("avx2,fma,f16c"))) static void
+conv8_k4(float *z, int64_t T, int64_t ld, const float *w, float *state, int64_t sld) {
+    __m256d wl[4], wh[4], hl[3], hh[3];
+    for (int j = 0; j < 4; j++) {
+        wl[j] = _mm256_setr_pd(w[j], w[4 + j], w[8 + j], w[12 + j]);
+        wh[j] = _mm256_setr_pd(w[16 + j], w[20 + j], w[24 + j], w[28 + j]);
+    }
+    for (int j = 0; j < 3; j++) {
+        __m256 s = _mm256_loadu_ps(state + j * sld);
+        hl[j] = _mm256_cvtps_pd(_mm256_castps256_ps128(s));
+        hh[j] = _mm256_cvtps_pd(_mm256_extractf128_ps(s, 1));
+    }
+    for (int64_t t = 0; t < T; t++) {
+        __m256 zt = _mm256_loadu_ps(z + t * ld);
+        __m256d zl = _mm256_cvtps_pd(_mm256_castps256_ps128(zt));
+        __m256d zh = _mm256_cvtps_pd(_mm256_extractf128_ps(zt, 1));
+        __m256d ul = _mm256_mul_pd(wl[3], zl), uh = _mm256_mul_pd(wh[3], zh);
+        for (int j = 0; j < 3; j++) {
+            ul = _mm256_add_pd(ul, _mm256_mul_pd(wl[j], hl[j]));
+            uh = _mm256_add_pd(uh, _mm256_mul_pd(wh[j], hh[j]));
+        }
+        hl[0] = hl[1], hl[1] = hl[2], hl[2] = zl;
+        hh[0] = hh[1], hh[1] = hh[2], hh[2] = zh;
+        _mm256_storeu_ps(z + t * ld, _mm256_set_m128(_mm256_cvtpd_ps(uh), _mm256_cvtpd_ps(ul)));
+    }
+    for (int j = 0; j < 3; j++)
+        _mm256_storeu_ps(state + j * sld,
+                         _mm256_set_m128(_mm256_cvtpd_ps(hh[j]), _mm256_cvtpd_ps(hl[j])));
+}
+
+static int conv_vector(int K) {
+    static int has = -1; /* asked once: CPUID traps on virtual machines */
+    if (has < 0) has = k3_cpu_has_avx2();
+    return K == 4 && has && k3_kernels_active() != K3_KERNELS_REF;
+}
+
+/* Channels [c0, c0+8) or the single channel c0 of a conv, by work item: the
+ * C channels are ceil(C/8) items of 8 (the last one shorter, done one channel
+ * at a time), so lanes and the scalar path agree bit for bit. */
+static void conv_item(float *z, int64_t T, int64_t ld, int64_t c0, int64_t n, const float *w, int K,
+                      float *state, int64_t sld) {
+    if (n == 8 && conv_vector(K)) {
+        conv8_k4(z + c0, T, ld, w + c0 * K, state + c0, sld);
+        return;
+    }
+    for (int64_t c = c0; c < c0 + n; c++) conv_channel(z + c, T, ld, w + c * K, K, state + c, sld);
+}
+
 /* Causal depthwise conv over [state; z] for C channels, then SiLU, in place on z.
  * state holds the last K-1 pre-conv inputs (oldest first) and is updated.
  * z is [T, ld] with this block's channels at column offset col0. */
 void k3_kda_conv(float *z, int64_t T, int64_t ld, int64_t col0, int64_t C, const float *w, int K,
                  float *state, int64_t sld) {
+    const int64_t items = (C + 7) / 8;
 #pragma omp parallel
     {
 #pragma omp for schedule(static)
-        for (int64_t c = 0; c < C; c++)
-            conv_channel(z + col0 + c, T, ld, w + c * K, K, state + col0 + c, sld);
+        for (int64_t it = 0; it < items; it++) {
+            int64_t c0 = it * 8, n = C - c0 < 8 ? C - c0 : 8;
+            conv_item(z + col0, T, ld, c0, n, w, K, state + col0, sld);
+        }
 #pragma omp for schedule(static)
         for (int64_t t = 0; t < T; t++) k3_vsilu(z + t * ld + col0, z + t * ld + col0, C);
     }
@@ -58,11 +118,14 @@ void k3_kda_conv(float *z, int64_t T, int64_t ld, int64_t col0, int64_t C, const
  * weights and state are laid out for the 3P channels q | k | v. */
 static void kda_conv3(float *const zb[3], int64_t T, int64_t P, const float *w, int K,
                       float *state) {
+    const int64_t per = (P + 7) / 8; /* items per buffer */
 #pragma omp parallel
     {
 #pragma omp for schedule(static)
-        for (int64_t ch = 0; ch < 3 * P; ch++)
-            conv_channel(zb[ch / P] + ch % P, T, P, w + ch * K, K, state + ch, 3 * P);
+        for (int64_t it = 0; it < 3 * per; it++) {
+            int64_t b = it / per, c0 = (it % per) * 8, n = P - c0 < 8 ? P - c0 : 8;
+            conv_item(zb[b], T, P, c0, n, w + b * P * K, K, state + b * P, 3 * P);
+        }
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < 3 * T; r++) {
             float *row = zb[r % 3] + (r / 3) * P;
