@@ -1,9 +1,9 @@
 /* avx512.h — optional AVX-512 decode kernels (internal to src/kernels).
  *
  * Quantized decode is instruction-bound in AVX2 (see matvec_quant_avx2.c).
- * Of the decode kernels only the MXFP4 matvec has an AVX-512 version (where
- * it measured faster); the prefill tile has one for every format (FMA-bound,
- * where 16 lanes pay).
+ * Of the decode kernels the MXFP4 and affine 8-bit matvecs have AVX-512
+ * versions (where they measured faster); the prefill tile has one for every
+ * format (FMA-bound, where 16 lanes pay).
  * Chosen at run time when the CPU has AVX-512 F+BW (K3_KERNELS=avx2 forbids
  * it). Same determinism as the AVX2 kernels: results do not depend on the
  * thread count (they differ from the AVX2 results in rounding only). */
@@ -14,7 +14,7 @@
 
 /* 1 if the CPU runs the AVX-512 kernels (F + BW + VL, plus AVX2/FMA/F16C). */
 int k3_cpu_has_avx512(void);
-/* 1 if k3_matvec_avx512 handles W (MXFP4 with cols % 32 == 0). */
+/* 1 if k3_matvec_avx512 handles W (MXFP4 with cols % 32 == 0, affine 8-bit). */
 int k3_avx512_supports(const k3_wmat *W);
 void k3_matvec_avx512(const k3_wmat *W, const float *x, float *y);
 /* The prefill tile in 16-lane registers (matmul_avx512.c): every format the
