@@ -13,14 +13,11 @@
  * how a prompt is split into chunks. */
 #include "kernels/avx2.h"
 #include "kernels/avx2_decode.h"
+#include "kernels/panel.h"
 #include "kernels/scratch.h"
 #include "quant/dtype.h"
 
 #include <omp.h>
-
-static inline int64_t round8(int64_t k) {
-    return (k + 7) & ~(int64_t)7;
-}
 
 K3_AVX2_INLINE void decode_float_row(k3_wfmt fmt, const uint8_t *row, int64_t K, float *out) {
     int64_t c = 0;
@@ -31,7 +28,7 @@ K3_AVX2_INLINE void decode_float_row(k3_wfmt fmt, const uint8_t *row, int64_t K,
         _mm256_storeu_ps(out + c, v);
     }
     for (; c < K; c++) out[c] = k3_wmat_elt(fmt, row, c);
-    for (; c < round8(K); c++) out[c] = 0.0f;
+    for (; c < k3_round8(K); c++) out[c] = 0.0f;
 }
 
 K3_AVX2_INLINE void decode_affine_row(const k3_wmat *W, int64_t r, float *out, int bits, int G) {
@@ -113,76 +110,21 @@ K3_AVX2 void k3_avx2_decode_row(const k3_wmat *W, int64_t r, float *out) {
     }
 }
 
-/* 8x8 transpose of rows src[i*ld ..] (i < 8) into dst[k*16 + i] (k < 8). */
-/* dst[c * 16 + i] = r_i[c] for eight 8-lane rows. */
-K3_AVX2_INLINE void transpose8_regs(__m256 r0, __m256 r1, __m256 r2, __m256 r3, __m256 r4,
-                                    __m256 r5, __m256 r6, __m256 r7, float *dst) {
-    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1),
-           t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3),
-           t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
-           t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee),
-           u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee),
-           u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee),
-           u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
-    _mm256_storeu_ps(dst + 0 * 16, _mm256_permute2f128_ps(u0, u4, 0x20));
-    _mm256_storeu_ps(dst + 1 * 16, _mm256_permute2f128_ps(u1, u5, 0x20));
-    _mm256_storeu_ps(dst + 2 * 16, _mm256_permute2f128_ps(u2, u6, 0x20));
-    _mm256_storeu_ps(dst + 3 * 16, _mm256_permute2f128_ps(u3, u7, 0x20));
-    _mm256_storeu_ps(dst + 4 * 16, _mm256_permute2f128_ps(u0, u4, 0x31));
-    _mm256_storeu_ps(dst + 5 * 16, _mm256_permute2f128_ps(u1, u5, 0x31));
-    _mm256_storeu_ps(dst + 6 * 16, _mm256_permute2f128_ps(u2, u6, 0x31));
-    _mm256_storeu_ps(dst + 7 * 16, _mm256_permute2f128_ps(u3, u7, 0x31));
-}
-
-K3_AVX2_INLINE void transpose8(const float *src, int64_t ld, float *dst) {
-    transpose8_regs(_mm256_loadu_ps(src), _mm256_loadu_ps(src + ld), _mm256_loadu_ps(src + 2 * ld),
-                    _mm256_loadu_ps(src + 3 * ld), _mm256_loadu_ps(src + 4 * ld),
-                    _mm256_loadu_ps(src + 5 * ld), _mm256_loadu_ps(src + 6 * ld),
-                    _mm256_loadu_ps(src + 7 * ld), dst);
-}
-
-/* Eight rows of an f32/f16/bf16 matrix straight from the weights into panel
- * columns 0..7 of P (m <= 8 real rows, the rest zero): each 8 x 8 block is
- * decoded in registers and transposed, with no row buffer in between. */
-K3_AVX2 static void pack_float_rows(const k3_wmat *W, int64_t r0, int m, float *P) {
-    const int64_t K = W->cols, kp = round8(K);
-    const uint8_t *rp[8];
-    for (int i = 0; i < 8; i++) /* rows past m are never read */
-        rp[i] = W->data + (size_t)(i < m ? r0 + i : 0) * W->row_stride;
-    const __m256 z = _mm256_setzero_ps();
-    int64_t k = 0;
-#define DEC(i)                                                                                     \
-    (i < m ? (W->fmt == K3_W_F32   ? k3_dec8_f32(rp[i], k)                                         \
-              : W->fmt == K3_W_F16 ? k3_dec8_f16(rp[i], k)                                         \
-                                   : k3_dec8_bf16(rp[i], k))                                       \
-           : z)
-    for (; k + 8 <= K; k += 8)
-        transpose8_regs(DEC(0), DEC(1), DEC(2), DEC(3), DEC(4), DEC(5), DEC(6), DEC(7), P + k * 16);
-#undef DEC
-    if (k < kp) { /* the last partial column block, zero-padded */
-        float tail[8][8] __attribute__((aligned(32))) = {{0}};
-        for (int i = 0; i < m; i++)
-            for (int64_t c = k; c < K; c++) tail[i][c - k] = k3_wmat_elt(W->fmt, rp[i], c);
-        transpose8(&tail[0][0], 8, P + k * 16);
-    }
-}
-
 /* Decode rows [r0, r0+n) (n <= 16) into the k-major panel P[k*16 + i];
  * rows n..15 are zero. Float formats go straight from the weights; the
  * quantized ones through the row decoder and `rows`, a 16 x kp temporary. */
 K3_AVX2 static void pack_panel(const k3_wmat *W, int64_t r0, int n, float *rows, float *P) {
-    const int64_t kp = round8(W->cols);
+    const int64_t kp = k3_round8(W->cols);
     if (W->fmt == K3_W_F32 || W->fmt == K3_W_F16 || W->fmt == K3_W_BF16) {
-        pack_float_rows(W, r0, n < 8 ? n : 8, P);
-        pack_float_rows(W, r0 + 8, n - 8, P + 8); /* m <= 0: zero columns */
+        k3_pack_float_rows(W, r0, n < 8 ? n : 8, P, 16);
+        k3_pack_float_rows(W, r0 + 8, n - 8, P + 8, 16); /* m <= 0: zero columns */
         return;
     }
     for (int i = 0; i < n; i++) k3_avx2_decode_row(W, r0 + i, rows + i * kp);
     if (n < 16) memset(rows + n * kp, 0, sizeof(float) * (size_t)((16 - n) * kp));
     for (int64_t k = 0; k < kp; k += 8) {
-        transpose8(rows + k, kp, P + k * 16);
-        transpose8(rows + 8 * kp + k, kp, P + k * 16 + 8);
+        k3_transpose8(rows + k, kp, P + k * 16, 16);
+        k3_transpose8(rows + 8 * kp + k, kp, P + k * 16 + 8, 16);
     }
 }
 
@@ -250,7 +192,7 @@ K3_AVX2 static void tile_any(const float *P, const float *X, int64_t K, int nt, 
  * register tile per 6 tokens. */
 K3_AVX2 static void panel_product(const k3_wmat *W, int64_t r0, int n, const float *X, int64_t T,
                                   float *Y) {
-    const int64_t K = W->cols, kp = round8(K), R = W->rows;
+    const int64_t K = W->cols, kp = k3_round8(K), R = W->rows;
     float *buf = k3_scratch(K3_SCRATCH_PANEL, sizeof(float) * (size_t)(32 * kp));
     float *rows = buf, *P = buf + 16 * kp;
     pack_panel(W, r0, n, rows, P);
@@ -299,7 +241,7 @@ K3_AVX2_INLINE float dot_f32_row(const float *w, const float *x, int64_t K) {
  * token. Serial: callers split the work. */
 K3_AVX2 void k3_matmul_few_avx2(const k3_wmat *W, const float *X, int64_t T, float *Y) {
     const int64_t K = W->cols, R = W->rows;
-    float *row = k3_scratch(K3_SCRATCH_PANEL, sizeof(float) * (size_t)round8(K));
+    float *row = k3_scratch(K3_SCRATCH_PANEL, sizeof(float) * (size_t)k3_round8(K));
     for (int64_t r = 0; r < R; r++) {
         k3_avx2_decode_row(W, r, row);
         for (int64_t t = 0; t < T; t++) Y[t * R + r] = dot_f32_row(row, X + t * K, K);

@@ -13,6 +13,7 @@
  * k3_matmul_avx2 (tested) and do not depend on T, the tile or threads. */
 #include "kernels/avx2.h"
 #include "kernels/avx2_decode.h"
+#include "kernels/panel.h"
 #include "kernels/avx512.h"
 #include "kernels/scratch.h"
 #include "quant/dtype.h"
@@ -27,61 +28,6 @@
                                                        "f16c")))
 
 enum { PANEL_ROWS = 32, TILE_TOKENS = 12 };
-
-static inline int64_t round8(int64_t k) {
-    return (k + 7) & ~(int64_t)7;
-}
-
-/* dst[c * ld + i] = r_i[c] for eight 8-lane rows. */
-K3_AVX512_INLINE void transpose8(__m256 r0, __m256 r1, __m256 r2, __m256 r3, __m256 r4, __m256 r5,
-                                 __m256 r6, __m256 r7, float *dst, int64_t ld) {
-    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1),
-           t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3),
-           t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
-           t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee),
-           u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee),
-           u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee),
-           u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
-    _mm256_store_ps(dst + 0 * ld, _mm256_permute2f128_ps(u0, u4, 0x20));
-    _mm256_store_ps(dst + 1 * ld, _mm256_permute2f128_ps(u1, u5, 0x20));
-    _mm256_store_ps(dst + 2 * ld, _mm256_permute2f128_ps(u2, u6, 0x20));
-    _mm256_store_ps(dst + 3 * ld, _mm256_permute2f128_ps(u3, u7, 0x20));
-    _mm256_store_ps(dst + 4 * ld, _mm256_permute2f128_ps(u0, u4, 0x31));
-    _mm256_store_ps(dst + 5 * ld, _mm256_permute2f128_ps(u1, u5, 0x31));
-    _mm256_store_ps(dst + 6 * ld, _mm256_permute2f128_ps(u2, u6, 0x31));
-    _mm256_store_ps(dst + 7 * ld, _mm256_permute2f128_ps(u3, u7, 0x31));
-}
-
-/* Eight rows of an f32/f16/bf16 matrix straight from the mapped weights into
- * panel columns g..g+7 (m <= 8 real rows, the rest zero): no intermediate
- * row buffer, each 8 x 8 block decoded in registers and transposed. */
-K3_AVX512 static void pack_float_rows(const k3_wmat *W, int64_t r0, int m, float *P) {
-    const int64_t K = W->cols, kp = round8(K);
-    const uint8_t *rp[8];
-    for (int i = 0; i < 8; i++) /* rows past m are never read */
-        rp[i] = W->data + (size_t)(i < m ? r0 + i : 0) * W->row_stride;
-    const __m256 z = _mm256_setzero_ps();
-    int64_t k = 0;
-#define DEC(i)                                                                                     \
-    (i < m ? (W->fmt == K3_W_F32   ? k3_dec8_f32(rp[i], k)                                         \
-              : W->fmt == K3_W_F16 ? k3_dec8_f16(rp[i], k)                                         \
-                                   : k3_dec8_bf16(rp[i], k))                                       \
-           : z)
-    for (; k + 8 <= K; k += 8)
-        transpose8(DEC(0), DEC(1), DEC(2), DEC(3), DEC(4), DEC(5), DEC(6), DEC(7),
-                   P + k * PANEL_ROWS, PANEL_ROWS);
-#undef DEC
-    if (k < kp) { /* the last partial column block, zero-padded */
-        float tail[8][8] __attribute__((aligned(32))) = {{0}};
-        for (int i = 0; i < m; i++)
-            for (int64_t c = k; c < K; c++) tail[i][c - k] = k3_wmat_elt(W->fmt, rp[i], c);
-        transpose8(_mm256_load_ps(tail[0]), _mm256_load_ps(tail[1]), _mm256_load_ps(tail[2]),
-                   _mm256_load_ps(tail[3]), _mm256_load_ps(tail[4]), _mm256_load_ps(tail[5]),
-                   _mm256_load_ps(tail[6]), _mm256_load_ps(tail[7]), P + k * PANEL_ROWS,
-                   PANEL_ROWS);
-    }
-}
 
 /* Eight rows of an MLX affine matrix straight into panel columns g..g+7:
  * per group the rows' scales and biases are broadcast once, each 8-code
@@ -106,8 +52,8 @@ K3_AVX512_INLINE void pack_affine_rows(const k3_wmat *W, int64_t r0, int m, floa
         for (int j = 0; j < G; j += 8) {
             const int64_t c = g * G + j;
 #define DEC(i) (i < m ? _mm256_fmadd_ps(k3_dec8_codes(rp[i], c, bits), sc[i], bi[i]) : z)
-            transpose8(DEC(0), DEC(1), DEC(2), DEC(3), DEC(4), DEC(5), DEC(6), DEC(7),
-                       P + c * PANEL_ROWS, PANEL_ROWS);
+            k3_transpose8_regs(DEC(0), DEC(1), DEC(2), DEC(3), DEC(4), DEC(5), DEC(6), DEC(7),
+                               P + c * PANEL_ROWS, PANEL_ROWS);
 #undef DEC
         }
     }
@@ -161,7 +107,7 @@ K3_AVX512 static int pack_affine(const k3_wmat *W, int64_t r0, int m, float *P) 
  * from the weights; MXFP4 through the AVX2 row decoder and the 8 x kp
  * temporary `rows`. */
 K3_AVX512 static void pack_panel(const k3_wmat *W, int64_t r0, int n, float *rows, float *P) {
-    const int64_t kp = round8(W->cols);
+    const int64_t kp = k3_round8(W->cols);
     const int is_float = W->fmt == K3_W_F32 || W->fmt == K3_W_F16 || W->fmt == K3_W_BF16;
     for (int g = 0; g < PANEL_ROWS; g += 8) {
         int m = n - g < 8 ? n - g : 8;
@@ -170,19 +116,14 @@ K3_AVX512 static void pack_panel(const k3_wmat *W, int64_t r0, int n, float *row
             continue;
         }
         if (is_float) {
-            pack_float_rows(W, r0 + g, m, P + g);
+            k3_pack_float_rows(W, r0 + g, m, P + g, PANEL_ROWS);
             continue;
         }
         if (W->fmt == K3_W_AFFINE && pack_affine(W, r0 + g, m, P + g)) continue;
         for (int i = 0; i < m; i++) k3_avx2_decode_row(W, r0 + g + i, rows + i * kp);
         if (m < 8) memset(rows + m * kp, 0, sizeof(float) * (size_t)((8 - m) * kp));
-        for (int64_t k = 0; k < kp; k += 8) {
-            const float *s = rows + k;
-            transpose8(_mm256_load_ps(s), _mm256_load_ps(s + kp), _mm256_load_ps(s + 2 * kp),
-                       _mm256_load_ps(s + 3 * kp), _mm256_load_ps(s + 4 * kp),
-                       _mm256_load_ps(s + 5 * kp), _mm256_load_ps(s + 6 * kp),
-                       _mm256_load_ps(s + 7 * kp), P + k * PANEL_ROWS + g, PANEL_ROWS);
-        }
+        for (int64_t k = 0; k < kp; k += 8)
+            k3_transpose8(rows + k, kp, P + k * PANEL_ROWS + g, PANEL_ROWS);
     }
 }
 
@@ -205,23 +146,26 @@ K3_AVX512_INLINE void tile(const float *P, const float *X, int64_t K, int NT, fl
     TILE_ZERO(0)
     TILE_ZERO(1)
     TILE_ZERO(2)
-    TILE_ZERO(3) TILE_ZERO(4) TILE_ZERO(5) TILE_ZERO(6) TILE_ZERO(7) TILE_ZERO(8) TILE_ZERO(9)
-        TILE_ZERO(10) TILE_ZERO(11) for (int64_t k = 0; k < K; k++) {
+    TILE_ZERO(3)
+    TILE_ZERO(4) TILE_ZERO(5) TILE_ZERO(6) TILE_ZERO(7) TILE_ZERO(8) TILE_ZERO(9) TILE_ZERO(10)
+        TILE_ZERO(11) for (int64_t k = 0; k < K; k++) {
         __m512 b0 = _mm512_load_ps(P + k * PANEL_ROWS),
                b1 = _mm512_load_ps(P + k * PANEL_ROWS + 16);
         TILE_ROW(0)
         TILE_ROW(1)
         TILE_ROW(2)
-        TILE_ROW(3) TILE_ROW(4) TILE_ROW(5) TILE_ROW(6) TILE_ROW(7) TILE_ROW(8) TILE_ROW(9)
-            TILE_ROW(10) TILE_ROW(11)
+        TILE_ROW(3)
+        TILE_ROW(4) TILE_ROW(5) TILE_ROW(6) TILE_ROW(7) TILE_ROW(8) TILE_ROW(9) TILE_ROW(10)
+            TILE_ROW(11)
     }
     __mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1);
     __mmask16 m1 = nr >= 32 ? 0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
     TILE_STORE(0)
     TILE_STORE(1)
     TILE_STORE(2)
-    TILE_STORE(3) TILE_STORE(4) TILE_STORE(5) TILE_STORE(6) TILE_STORE(7) TILE_STORE(8)
-        TILE_STORE(9) TILE_STORE(10) TILE_STORE(11)
+    TILE_STORE(3)
+    TILE_STORE(4) TILE_STORE(5) TILE_STORE(6) TILE_STORE(7) TILE_STORE(8) TILE_STORE(9)
+        TILE_STORE(10) TILE_STORE(11)
 }
 #undef TILE_ROW
 #undef TILE_STORE
@@ -239,7 +183,8 @@ K3_AVX512 static void tile_any(const float *P, const float *X, int64_t K, int nt
         CASE(12)
         CASE(11)
         CASE(10)
-        CASE(9) CASE(8) CASE(7) CASE(6) CASE(5) CASE(4) CASE(3) CASE(2)
+        CASE(9)
+        CASE(8) CASE(7) CASE(6) CASE(5) CASE(4) CASE(3) CASE(2)
 #undef CASE
             default : tile(P, X, K, 1, Y, R, nr);
         break;
@@ -250,7 +195,7 @@ K3_AVX512 static void tile_any(const float *P, const float *X, int64_t K, int nt
  * register tile per 12 tokens. */
 K3_AVX512 static void panel_product(const k3_wmat *W, int64_t r0, int n, const float *X, int64_t T,
                                     float *Y) {
-    const int64_t K = W->cols, kp = round8(K), R = W->rows;
+    const int64_t K = W->cols, kp = k3_round8(K), R = W->rows;
     float *buf = k3_scratch(K3_SCRATCH_PANEL, sizeof(float) * (size_t)((8 + PANEL_ROWS) * kp));
     float *P = buf, *rows = buf + PANEL_ROWS * kp; /* P first: 64-byte aligned */
     pack_panel(W, r0, n, rows, P);
