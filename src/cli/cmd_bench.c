@@ -245,7 +245,7 @@ static int run_model(const bench_args *a) {
         printf("{\"model\":\"%s\",\"threads\":%d,\"kernels\":\"%s\",\"prompt\":%ld,\"decode\":%ld,"
                "\"runs\":%ld,\"load_s\":%.3f,\"prefill_tps\":%.2f,\"decode_tps\":%.2f,"
                "\"peak_rss_bytes\":%llu,\"weight_bytes\":%llu,\"active_bytes_per_token\":%llu,"
-               "\"bandwidth_bytes_per_s\":%.0f,\"roofline\":%.3f,\"activations\":\"%s\"}\n",
+               "\"bandwidth_bytes_per_s\":%.0f,\"roofline\":%.4g,\"activations\":\"%s\"}\n",
                a->model, th, k3_kernels_name(), a->T, a->n, a->runs, r.load_s, r.prefill_tps,
                r.decode_tps, (unsigned long long)r.peak_rss, (unsigned long long)r.weight_bytes,
                (unsigned long long)r.active_bytes, r.bw, r.roofline, activation_mode(0));

@@ -63,12 +63,6 @@ static void forget(chat *c) {
     c->turn = 0;
 }
 
-static void print_ids(const char *what, const int32_t *ids, size_t n) {
-    fprintf(stderr, "[k3] %s (%zu):", what, n);
-    for (size_t i = 0; i < n; i++) fprintf(stderr, "%s%d", i ? "," : " ", ids[i]);
-    fputc('\n', stderr);
-}
-
 static void report(const chat *c, const k3_gen_stats *st, int64_t before) {
     fprintf(stderr, "[k3] turn %d: prefilled %lld new tokens (cache %lld -> %lld)\n", c->turn,
             (long long)st->prompt_tokens, (long long)before,
@@ -94,7 +88,7 @@ static int answer(chat *c, const char *user) {
         return -1;
     }
     c->turn++;
-    if (c->o->verbose) print_ids("prefill ids", ids.ids, ids.n);
+    if (c->o->verbose) k3_print_ids(stderr, "prefill ids", ids.ids, ids.n);
     int64_t before = k3_seq_len(c->seq);
     k3_gen_params gp = {.sp = c->o->sp,
                         .max_tokens = c->o->max_tokens,
@@ -115,7 +109,7 @@ static int answer(chat *c, const char *user) {
         c->first = 0;
         if (c->o->verbose) {
             report(c, &st, before);
-            print_ids("generated ids", st.ids, (size_t)st.gen_tokens);
+            k3_print_ids(stderr, "generated ids", st.ids, (size_t)st.gen_tokens);
         }
     }
     interrupted = 0;

@@ -63,12 +63,6 @@ static int on_text(void *ctx, int32_t id, const char *text, size_t len) {
     return 0;
 }
 
-static void print_ids(const char *what, const int32_t *ids, size_t n) {
-    fprintf(stderr, "[k3] %s (%zu):", what, n);
-    for (size_t i = 0; i < n; i++) fprintf(stderr, "%s%d", i ? "," : " ", ids[i]);
-    fputc('\n', stderr);
-}
-
 static double per_sec(int64_t n, double s) {
     return s > 0 ? (double)n / s : 0.0;
 }
@@ -87,7 +81,7 @@ static int run(const k3_gen_opts *o, k3_session *s, const char *prompt) {
     k3_chan_state initial;
     if (k3_session_turn(s, o->system, prompt, 1, o->thinking, !o->chat_template, &ids, &initial))
         return -1;
-    if (o->verbose) print_ids("prompt ids", ids.ids, ids.n);
+    if (o->verbose) k3_print_ids(stderr, "prompt ids", ids.ids, ids.n);
     k3_seq *seq = k3_seq_new(s->m);
     if (!seq) {
         k3_ids_free(&ids);
@@ -108,7 +102,7 @@ static int run(const k3_gen_opts *o, k3_session *s, const char *prompt) {
     if (!rc && st.finish == K3_FINISH_CANCELLED) printf("[stopped]\n");
     if (!rc) {
         if (o->verbose) {
-            print_ids("generated ids", st.ids, (size_t)st.gen_tokens);
+            k3_print_ids(stderr, "generated ids", st.ids, (size_t)st.gen_tokens);
             fprintf(stderr, "[k3] prefilled %lld tokens; finished by %s\n",
                     (long long)st.prompt_tokens, finish_name(st.finish));
         }

@@ -1,6 +1,7 @@
 /* printer.c — user-facing rendering of a generation stream (see printer.h). */
 #include "gen/printer.h"
 
+#include "base/buf.h"
 #include "base/mem.h"
 
 #include <stdlib.h>
@@ -138,4 +139,21 @@ size_t k3_printer_content_bytes(const k3_printer *p) {
 
 k3_chan_state k3_printer_state(const k3_printer *p) {
     return k3_chan_state_now(p->ch);
+}
+
+void k3_print_ids(FILE *f, const char *what, const int32_t *ids, size_t n) {
+    k3_buf b = {0};
+    char num[32];
+    snprintf(num, sizeof num, " (%zu):", n);
+    k3_buf_puts(&b, "[k3] ");
+    k3_buf_puts(&b, what);
+    k3_buf_puts(&b, num);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(num, sizeof num, "%s%d", i ? "," : " ", (int)ids[i]);
+        k3_buf_puts(&b, num);
+    }
+    k3_buf_putc(&b, '\n');
+    fwrite(b.s, 1, b.n, f);
+    fflush(f);
+    k3_buf_free(&b);
 }

@@ -10,6 +10,7 @@
 #ifndef K3_GEN_PRINTER_H
 #define K3_GEN_PRINTER_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "text/channels.h"
@@ -28,5 +29,10 @@ k3_chan_state k3_printer_state(const k3_printer *p);
 /* Bytes of reasoning / content shown so far. */
 size_t k3_printer_reasoning_bytes(const k3_printer *p);
 size_t k3_printer_content_bytes(const k3_printer *p);
+
+/* "[k3] WHAT (N): id,id,...\n" to f (the --verbose id lines of generate and
+ * chat) in ONE write: under mpirun the ranks share stderr, and a line
+ * written number by number could be cut by another rank's output. */
+void k3_print_ids(FILE *f, const char *what, const int32_t *ids, size_t n);
 
 #endif
