@@ -78,28 +78,14 @@ AFFINE_PACK(8)
 #undef AFFINE_PACK
 
 /* Eight affine rows into the panel, or 0 for a width without a direct path. */
-K3_AVX512 static int pack_affine(const k3_wmat *W, int64_t r0, int m, float *P) {
-    switch (W->bits) {
-    case 2:
-        pack_affine_2(W, r0, m, P);
-        return 1;
-    case 3:
-        pack_affine_3(W, r0, m, P);
-        return 1;
-    case 4:
-        pack_affine_4(W, r0, m, P);
-        return 1;
-    case 5:
-        pack_affine_5(W, r0, m, P);
-        return 1;
-    case 6:
-        pack_affine_6(W, r0, m, P);
-        return 1;
-    case 8:
-        pack_affine_8(W, r0, m, P);
-        return 1;
-    }
-    return 0;
+static int pack_affine(const k3_wmat *W, int64_t r0, int m, float *P) {
+    typedef void (*pack_fn)(const k3_wmat *, int64_t, int, float *);
+    static const pack_fn by_bits[9] = {
+        [2] = pack_affine_2, [3] = pack_affine_3, [4] = pack_affine_4,
+        [5] = pack_affine_5, [6] = pack_affine_6, [8] = pack_affine_8};
+    if (W->bits < 0 || W->bits > 8 || !by_bits[W->bits]) return 0;
+    by_bits[W->bits](W, r0, m, P);
+    return 1;
 }
 
 /* Decode rows [r0, r0+n) (n <= 32) into the k-major panel P[k*32 + i], eight
@@ -147,7 +133,8 @@ K3_AVX512_INLINE void tile(const float *P, const float *X, int64_t K, int NT, fl
     TILE_ZERO(1)
     TILE_ZERO(2)
     TILE_ZERO(3)
-    TILE_ZERO(4) TILE_ZERO(5) TILE_ZERO(6) TILE_ZERO(7) TILE_ZERO(8) TILE_ZERO(9) TILE_ZERO(10)
+    TILE_ZERO(4)
+    TILE_ZERO(5) TILE_ZERO(6) TILE_ZERO(7) TILE_ZERO(8) TILE_ZERO(9) TILE_ZERO(10)
         TILE_ZERO(11) for (int64_t k = 0; k < K; k++) {
         __m512 b0 = _mm512_load_ps(P + k * PANEL_ROWS),
                b1 = _mm512_load_ps(P + k * PANEL_ROWS + 16);
@@ -155,8 +142,8 @@ K3_AVX512_INLINE void tile(const float *P, const float *X, int64_t K, int NT, fl
         TILE_ROW(1)
         TILE_ROW(2)
         TILE_ROW(3)
-        TILE_ROW(4) TILE_ROW(5) TILE_ROW(6) TILE_ROW(7) TILE_ROW(8) TILE_ROW(9) TILE_ROW(10)
-            TILE_ROW(11)
+        TILE_ROW(4)
+        TILE_ROW(5) TILE_ROW(6) TILE_ROW(7) TILE_ROW(8) TILE_ROW(9) TILE_ROW(10) TILE_ROW(11)
     }
     __mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1);
     __mmask16 m1 = nr >= 32 ? 0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
@@ -164,8 +151,9 @@ K3_AVX512_INLINE void tile(const float *P, const float *X, int64_t K, int NT, fl
     TILE_STORE(1)
     TILE_STORE(2)
     TILE_STORE(3)
-    TILE_STORE(4) TILE_STORE(5) TILE_STORE(6) TILE_STORE(7) TILE_STORE(8) TILE_STORE(9)
-        TILE_STORE(10) TILE_STORE(11)
+    TILE_STORE(4)
+    TILE_STORE(5) TILE_STORE(6) TILE_STORE(7) TILE_STORE(8) TILE_STORE(9) TILE_STORE(10)
+        TILE_STORE(11)
 }
 #undef TILE_ROW
 #undef TILE_STORE
@@ -184,7 +172,8 @@ K3_AVX512 static void tile_any(const float *P, const float *X, int64_t K, int nt
         CASE(11)
         CASE(10)
         CASE(9)
-        CASE(8) CASE(7) CASE(6) CASE(5) CASE(4) CASE(3) CASE(2)
+        CASE(8)
+        CASE(7) CASE(6) CASE(5) CASE(4) CASE(3) CASE(2)
 #undef CASE
             default : tile(P, X, K, 1, Y, R, nr);
         break;
