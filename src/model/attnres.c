@@ -181,9 +181,7 @@ void k3_attnres_mix(float *const *R, int n, const float *p, const float *w, int6
         if (out != p) memcpy(out, p, sizeof(float) * (size_t)(T * D));
         return;
     }
-    static int has_avx2 = -1; /* CPUID traps to the hypervisor on a VM: ask once */
-    if (has_avx2 < 0) has_avx2 = k3_cpu_has_avx2();
-    if (k3_kernels_active() == K3_KERNELS_REF || !has_avx2) {
+    if (k3_kernels_active() == K3_KERNELS_REF || !k3_cpu_has_avx2()) { /* cached (cpu.c) */
         k3_attnres_mix_ref(R, n, p, w, T, D, eps, out);
         return;
     }

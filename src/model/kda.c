@@ -79,9 +79,7 @@ conv8_k4(float *z, int64_t T, int64_t ld, const float *w, float *state, int64_t 
 }
 
 static int conv_vector(int K) {
-    static int has = -1; /* asked once: CPUID traps on virtual machines */
-    if (has < 0) has = k3_cpu_has_avx2();
-    return K == 4 && has && k3_kernels_active() != K3_KERNELS_REF;
+    return K == 4 && k3_cpu_has_avx2() && k3_kernels_active() != K3_KERNELS_REF;
 }
 
 /* Channels [c0, c0+8) or the single channel c0 of a conv, by work item: the

@@ -30,15 +30,8 @@
 
 #define MLA_AVX2 __attribute__((target("avx2,fma")))
 
-/* CPUID traps to the hypervisor on a VM: ask once. */
-static int cpu_has_avx2(void) {
-    static int has = -1; /* benign race: every thread computes the same value */
-    if (has < 0) has = k3_cpu_has_avx2();
-    return has;
-}
-
 static int use_ref(void) {
-    return k3_kernels_active() == K3_KERNELS_REF || !cpu_has_avx2();
+    return k3_kernels_active() == K3_KERNELS_REF || !k3_cpu_has_avx2(); /* cached (cpu.c) */
 }
 
 static int cache_grow(k3_layer_cache *c, int64_t need, int r, int rope) {
@@ -208,7 +201,7 @@ MLA_AVX2 static void attend_avx2(const k3_attend_args *a, float *p, float *out) 
 }
 
 void k3_mla_attend(const k3_attend_args *a, float *p, float *out, int ref) {
-    if (ref || !cpu_has_avx2())
+    if (ref || !k3_cpu_has_avx2())
         attend_ref(a, p, out);
     else
         attend_avx2(a, p, out);
