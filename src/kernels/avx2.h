@@ -43,6 +43,10 @@ typedef void (*k3_rows_fn)(const k3_rows_ctx *c, int64_t r0, int64_t r1);
  * (intrinsics inlined there fail to compile). */
 void k3_parallel_rows(const k3_rows_ctx *c, k3_rows_fn fn);
 
+/* xsum[g] = sum of x over group g of G columns (8-lane f32 sums), g < K/G:
+ * the bias term sum_g b_g * xsum_g of the affine decode kernels. */
+void k3_avx2_group_sums(const float *x, int64_t K, int G, float *xsum);
+
 /* Dequantize the whole of row r into out[0..kp) (kp = cols rounded up to 8;
  * the padding is zero). Used by the matmul panels. */
 void k3_avx2_decode_row(const k3_wmat *W, int64_t r, float *out);

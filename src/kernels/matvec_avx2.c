@@ -117,7 +117,7 @@ K3_AVX2_INLINE float dot_affine_row(const k3_wmat *W, int64_t r, const float *x,
 }
 
 /* Per-group sums of x, needed for the bias term of every affine row. */
-K3_AVX2 static void group_sums(const float *x, int64_t K, int G, float *xsum) {
+K3_AVX2 void k3_avx2_group_sums(const float *x, int64_t K, int G, float *xsum) {
     for (int64_t g = 0; g < K / G; g++) {
         __m256 a = _mm256_setzero_ps();
         for (int j = 0; j < G; j += 8) a = _mm256_add_ps(a, _mm256_loadu_ps(x + g * G + j));
@@ -162,7 +162,7 @@ static void matvec_affine(const k3_wmat *W, const float *x, float *y) {
         return;
     }
     float *xsum = k3_scratch(K3_SCRATCH_XSUM, sizeof(float) * (size_t)(W->cols / W->group + 1));
-    group_sums(x, W->cols, W->group, xsum);
+    k3_avx2_group_sums(x, W->cols, W->group, xsum);
     k3_rows_ctx c = {W, x, NULL, xsum, y};
     k3_parallel_rows(&c, affine_kernel(W->bits, W->group));
 }

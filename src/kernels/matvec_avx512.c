@@ -43,10 +43,8 @@ int k3_cpu_has_avx512(void) {
 }
 
 int k3_avx512_supports(const k3_wmat *W) {
-    if (W->fmt == K3_W_AFFINE) /* 8-bit only (see affine8_row) */
-        return W->bits == 8 && (W->group == 32 || W->group == 64 || W->group == 128) &&
-               W->cols % W->group == 0 &&
-               (W->scale_fmt == K3_W_BF16 || W->scale_fmt == K3_W_F16 || W->scale_fmt == K3_W_F32);
+    if (W->fmt == K3_W_AFFINE) /* 8-bit only (see affine8_row), shapes as for AVX2 */
+        return W->bits == 8 && k3_avx2_supports(W);
     return W->fmt == K3_W_MXFP4 && W->group == 32 && W->cols % 32 == 0;
 }
 
@@ -137,11 +135,7 @@ AFFINE8_ROWS(128)
 static void matvec_affine8(const k3_wmat *W, const float *x, float *y) {
     const int64_t ng = W->cols / W->group;
     float *xsum = k3_scratch(K3_SCRATCH_XSUM, sizeof(float) * (size_t)(ng + 1));
-    for (int64_t g = 0; g < ng; g++) { /* per-group sums of x, in double */
-        double a = 0;
-        for (int j = 0; j < W->group; j++) a += x[g * W->group + j];
-        xsum[g] = (float)a;
-    }
+    k3_avx2_group_sums(x, W->cols, W->group, xsum);
     k3_rows_ctx c = {W, x, x, xsum, y};
     k3_parallel_rows(&c, W->group == 32   ? affine8_rows_32
                          : W->group == 64 ? affine8_rows_64

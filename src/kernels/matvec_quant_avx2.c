@@ -31,14 +31,6 @@ static void permute_x(const float *x, int64_t K, int bits, float *xp) {
             for (int l = 0; l < 8; l++) xp[c0 + 8 * d + l] = x[c0 + l * D + d] * s[d];
 }
 
-K3_AVX2 static void group_sums(const float *x, int64_t K, int G, float *xsum) {
-    for (int64_t g = 0; g < K / G; g++) {
-        __m256 a = _mm256_setzero_ps();
-        for (int j = 0; j < G; j += 8) a = _mm256_add_ps(a, _mm256_loadu_ps(x + g * G + j));
-        xsum[g] = k3_hsum256(a);
-    }
-}
-
 /* n scales/biases of type fmt -> f32 out[0..n). */
 K3_AVX2_INLINE void to_f32(k3_wfmt fmt, const uint8_t *p, int64_t n, float *out) {
     int64_t i = 0;
@@ -177,7 +169,7 @@ void k3_matvec_affine_planes_avx2(const k3_wmat *W, const float *x, float *y) {
     const int64_t K = W->cols;
     float *xsum = k3_scratch(K3_SCRATCH_XSUM, sizeof(float) * (size_t)(K / W->group + 1));
     float *xp = k3_scratch(K3_SCRATCH_XPERM, sizeof(float) * (size_t)(K + 64));
-    group_sums(x, K, W->group, xsum);
+    k3_avx2_group_sums(x, K, W->group, xsum);
     permute_x(x, K, W->bits, xp);
     k3_rows_fn fn = W->bits == 2   ? affine_rows_2(W->group)
                     : W->bits == 3 ? affine_rows_3(W->group)
