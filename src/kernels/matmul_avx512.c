@@ -115,45 +115,66 @@ K3_AVX512 static void pack_panel(const k3_wmat *W, int64_t r0, int n, float *row
 
 /* Y[j, 0..nr) = sum_k X[j, k] P[k, 0..nr) for j < NT (a compile-time
  * constant after inlining); named accumulators, one FMA per k in order. */
+#define TILE_ZERO(j) __m512 c##j##a = _mm512_setzero_ps(), c##j##b = c##j##a
 #define TILE_ROW(j)                                                                                \
-    if (NT > j) {                                                                                  \
-        __m512 a = _mm512_set1_ps(X[j * K + k]);                                                   \
-        c##j##a = _mm512_fmadd_ps(a, b0, c##j##a);                                                 \
-        c##j##b = _mm512_fmadd_ps(a, b1, c##j##b);                                                 \
-    }
+    do {                                                                                           \
+        if (NT > j) {                                                                              \
+            __m512 a = _mm512_set1_ps(X[j * K + k]);                                               \
+            c##j##a = _mm512_fmadd_ps(a, b0, c##j##a);                                             \
+            c##j##b = _mm512_fmadd_ps(a, b1, c##j##b);                                             \
+        }                                                                                          \
+    } while (0)
 #define TILE_STORE(j)                                                                              \
-    if (NT > j) {                                                                                  \
-        _mm512_mask_storeu_ps(Y + j * R, m0, c##j##a);                                             \
-        _mm512_mask_storeu_ps(Y + j * R + 16, m1, c##j##b);                                        \
-    }
-#define TILE_ZERO(j) __m512 c##j##a = _mm512_setzero_ps(), c##j##b = c##j##a;
+    do {                                                                                           \
+        if (NT > j) {                                                                              \
+            _mm512_mask_storeu_ps(Y + j * R, m0, c##j##a);                                         \
+            _mm512_mask_storeu_ps(Y + j * R + 16, m1, c##j##b);                                    \
+        }                                                                                          \
+    } while (0)
 K3_AVX512_INLINE void tile(const float *P, const float *X, int64_t K, int NT, float *Y, int64_t R,
                            int nr) {
-    TILE_ZERO(0)
-    TILE_ZERO(1)
-    TILE_ZERO(2)
-    TILE_ZERO(3)
-    TILE_ZERO(4)
-    TILE_ZERO(5) TILE_ZERO(6) TILE_ZERO(7) TILE_ZERO(8) TILE_ZERO(9) TILE_ZERO(10)
-        TILE_ZERO(11) for (int64_t k = 0; k < K; k++) {
+    TILE_ZERO(0);
+    TILE_ZERO(1);
+    TILE_ZERO(2);
+    TILE_ZERO(3);
+    TILE_ZERO(4);
+    TILE_ZERO(5);
+    TILE_ZERO(6);
+    TILE_ZERO(7);
+    TILE_ZERO(8);
+    TILE_ZERO(9);
+    TILE_ZERO(10);
+    TILE_ZERO(11);
+    for (int64_t k = 0; k < K; k++) {
         __m512 b0 = _mm512_load_ps(P + k * PANEL_ROWS),
                b1 = _mm512_load_ps(P + k * PANEL_ROWS + 16);
-        TILE_ROW(0)
-        TILE_ROW(1)
-        TILE_ROW(2)
-        TILE_ROW(3)
-        TILE_ROW(4)
-        TILE_ROW(5) TILE_ROW(6) TILE_ROW(7) TILE_ROW(8) TILE_ROW(9) TILE_ROW(10) TILE_ROW(11)
+        TILE_ROW(0);
+        TILE_ROW(1);
+        TILE_ROW(2);
+        TILE_ROW(3);
+        TILE_ROW(4);
+        TILE_ROW(5);
+        TILE_ROW(6);
+        TILE_ROW(7);
+        TILE_ROW(8);
+        TILE_ROW(9);
+        TILE_ROW(10);
+        TILE_ROW(11);
     }
     __mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1);
     __mmask16 m1 = nr >= 32 ? 0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
-    TILE_STORE(0)
-    TILE_STORE(1)
-    TILE_STORE(2)
-    TILE_STORE(3)
-    TILE_STORE(4)
-    TILE_STORE(5) TILE_STORE(6) TILE_STORE(7) TILE_STORE(8) TILE_STORE(9) TILE_STORE(10)
-        TILE_STORE(11)
+    TILE_STORE(0);
+    TILE_STORE(1);
+    TILE_STORE(2);
+    TILE_STORE(3);
+    TILE_STORE(4);
+    TILE_STORE(5);
+    TILE_STORE(6);
+    TILE_STORE(7);
+    TILE_STORE(8);
+    TILE_STORE(9);
+    TILE_STORE(10);
+    TILE_STORE(11);
 }
 #undef TILE_ROW
 #undef TILE_STORE
@@ -163,21 +184,26 @@ K3_AVX512_INLINE void tile(const float *P, const float *X, int64_t K, int NT, fl
  * accumulators it uses in registers. */
 K3_AVX512 static void tile_any(const float *P, const float *X, int64_t K, int nt, float *Y,
                                int64_t R, int nr) {
-    switch (nt) {
 #define CASE(n)                                                                                    \
     case n:                                                                                        \
         tile(P, X, K, n, Y, R, nr);                                                                \
-        break;
-        CASE(12)
-        CASE(11)
-        CASE(10)
-        CASE(9)
-        CASE(8)
-        CASE(7) CASE(6) CASE(5) CASE(4) CASE(3) CASE(2)
-#undef CASE
-            default : tile(P, X, K, 1, Y, R, nr);
-        break;
+        return
+    switch (nt) {
+        CASE(12);
+        CASE(11);
+        CASE(10);
+        CASE(9);
+        CASE(8);
+        CASE(7);
+        CASE(6);
+        CASE(5);
+        CASE(4);
+        CASE(3);
+        CASE(2);
+    default:
+        tile(P, X, K, 1, Y, R, nr);
     }
+#undef CASE
 }
 
 /* Rows [r0, r0+n) of Y for all T tokens: pack the panel once, then one
