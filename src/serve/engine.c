@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/utf8safe.h"
 #include "text/chat.h"
 
 static void add_stop_id(serve_engine *e, int32_t id) {
@@ -39,10 +40,13 @@ int serve_engine_open(serve_engine *e, const char *dir, const char *name, int th
     add_stop_id(e, e->xtml.ctrl_id[K3_XC_EOM]);
     add_stop_id(e, k3_tok_special_id(e->tok, "[EOS]"));
     add_stop_id(e, k3_model_eos(e->model));
+    char raw[sizeof e->name];
     if (name && *name)
-        snprintf(e->name, sizeof e->name, "%s", name);
+        snprintf(raw, sizeof raw, "%s", name);
     else
-        default_name(e->name, sizeof e->name, dir);
+        default_name(raw, sizeof raw, dir);
+    /* the id goes into every JSON response: valid UTF-8, cut on a boundary */
+    k3_utf8_escape(e->name, sizeof e->name, raw, strlen(raw), K3_UTF8_CTRL);
     return 0;
 }
 

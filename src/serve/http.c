@@ -19,6 +19,7 @@
 
 #include "base/err.h"
 #include "base/mem.h"
+#include "base/utf8safe.h"
 #include "serve/http_internal.h"
 
 #define DRAIN_MAX ((size_t)64 << 20) /* oversized chunked bytes read before hanging up */
@@ -39,9 +40,23 @@ void serve_opts_default(serve_opts *o) {
 
 /* ---------------- responses ---------------- */
 
+/* No reply path hands MHD a NULL body: a body that could not be built (a
+ * json_dumps failure) becomes a 500 with a fixed JSON error. */
 static enum MHD_Result reply(serve_conn *c, int status, const char *type, char *body) {
+    static const char oom[] = "{\"error\":{\"message\":\"out of memory\",\"type\":"
+                              "\"server_error\",\"param\":null,\"code\":null}}";
+    if (!body) {
+        status = 500;
+        type = "application/json";
+        body = serve_err_fallback_json();
+    }
     struct MHD_Response *r =
-        MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+        body ? MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE)
+             : MHD_create_response_from_buffer(sizeof oom - 1, (void *)oom, MHD_RESPMEM_PERSISTENT);
+    if (!r) {
+        free(body);
+        return MHD_NO;
+    }
     MHD_add_response_header(r, "Content-Type", type);
     c->status = status;
     enum MHD_Result ok = MHD_queue_response(c->conn, (unsigned)status, r);
@@ -84,9 +99,11 @@ static json_t *model_object(const serve_conn *c) {
 static enum MHD_Result handle_model(serve_conn *c, const char *id) {
     if (strcmp(id, c->srv->eng->name)) {
         serve_err e;
+        char got[200], have[200]; /* clipped on character boundaries */
+        k3_utf8_escape(got, sizeof got, id, strlen(id), 0);
+        k3_utf8_escape(have, sizeof have, c->srv->eng->name, strlen(c->srv->eng->name), 0);
         serve_err_set(&e, 404, NULL, "model", "model_not_found",
-                      "The model '%.200s' does not exist (this server serves '%.200s').", id,
-                      c->srv->eng->name);
+                      "The model '%s' does not exist (this server serves '%s').", got, have);
         return serve_reply_err(c, &e);
     }
     json_t *m = model_object(c);
@@ -137,7 +154,7 @@ static int auth_ok(serve_conn *c) {
 
 static enum MHD_Result route(serve_conn *c) {
     int get = !strcmp(c->method, "GET"), post = !strcmp(c->method, "POST");
-    const char *p = c->path;
+    const char *p = c->url; /* raw; c->path is the escaped copy for messages */
     if (!strcmp(p, "/health"))
         return get ? handle_health(c)
                    : reply_error(c, 405, NULL, "method_not_allowed", "Use GET /health.");
@@ -147,9 +164,10 @@ static enum MHD_Result route(serve_conn *c) {
         return get ? handle_model(c, p + 11)
                    : reply_error(c, 405, NULL, "method_not_allowed", "Use GET /v1/models/{id}.");
     if (!is_chat && !is_cmpl && !is_models) {
-        char msg[256];
-        snprintf(msg, sizeof msg, "Unknown endpoint %s %.150s.", c->method, p);
-        return reply_error(c, 404, NULL, "not_found", msg);
+        serve_err e;
+        serve_err_set(&e, 404, NULL, NULL, "not_found", "Unknown endpoint %s %s.", c->method,
+                      c->path);
+        return serve_reply_err(c, &e);
     }
     if (!auth_ok(c))
         return reply_error(c, 401, NULL, "invalid_api_key",
@@ -184,8 +202,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         c->srv = srv;
         c->conn = conn;
         c->t0 = k3_now();
-        snprintf(c->method, sizeof c->method, "%s", method);
-        snprintf(c->path, sizeof c->path, "%s", url);
+        /* method and path are client bytes: escaped (invalid UTF-8, control
+         * characters) for messages and the log; routing uses the raw url */
+        k3_utf8_escape(c->method, sizeof c->method, method, strlen(method), K3_UTF8_CTRL);
+        k3_utf8_escape(c->path, sizeof c->path, url, strlen(url), K3_UTF8_CTRL);
+        c->url = k3_xstrdup(url);
         *con_cls = c;
         __atomic_add_fetch(&srv->inflight, 1, __ATOMIC_SEQ_CST);
         if (!strncmp(url, "/v1/", 4) && !auth_ok(c)) /* before reading any body */
@@ -271,6 +292,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     }
     __atomic_sub_fetch(&c->srv->inflight, 1, __ATOMIC_SEQ_CST);
     k3_buf_free(&c->body);
+    free(c->url);
     free(c);
     *con_cls = NULL;
 }
@@ -297,10 +319,13 @@ static int make_addr(const char *host, int port, struct sockaddr_storage *ss) {
 /* libmicrohttpd's own messages, prefixed; the one it prints for every
  * stream we end because its client left is dropped (we log those). */
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
-    char msg[512];
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    if (strstr(msg, "application error generating response")) return;
-    fprintf(stderr, "k3 serve: http: %s", msg);
+    char raw[512], msg[600];
+    vsnprintf(raw, sizeof raw, fmt, ap);
+    if (strstr(raw, "application error generating response")) return;
+    size_t n = strlen(raw);
+    while (n && raw[n - 1] == '\n') n--;
+    k3_utf8_escape(msg, sizeof msg, raw, n, K3_UTF8_CTRL); /* may quote client bytes */
+    fprintf(stderr, "k3 serve: http: %s\n", msg);
 }
 
 static struct MHD_Daemon *start_daemon(serve_server *srv, int *port_out) {

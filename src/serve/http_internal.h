@@ -26,8 +26,9 @@ typedef struct {
 typedef struct {
     serve_server *srv;
     struct MHD_Connection *conn;
-    char method[16];
-    char path[128];
+    char method[16]; /* escaped copies (valid UTF-8, no control characters) */
+    char path[128];  /* for messages and the log line */
+    char *url;       /* the raw url, for routing */
     k3_buf body;
     int too_big;
     size_t drained; /* bytes dropped after the body passed the limit */

@@ -51,8 +51,10 @@ static json_t *envelope(const serve_resp *r, int chunk) {
 
 /* "data: <compact json>\n\n"; steals doc. */
 static char *sse(json_t *doc) {
-    char *j = json_dumps(doc, JSON_COMPACT);
+    char *j = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
     json_decref(doc);
+    if (!j) j = serve_err_fallback_json(); /* never NULL into strlen */
+    if (!j) j = k3_xstrdup("{}");
     size_t n = strlen(j);
     char *s = k3_xmalloc(n + 9);
     memcpy(s, "data: ", 6);
@@ -186,7 +188,7 @@ char *serve_resp_full(serve_resp *r, const char *finish_reason, const serve_usag
     json_t *doc = envelope(r, 0);
     json_object_set_new(doc, "choices", json_pack("[o]", ch));
     json_object_set_new(doc, "usage", serve_usage_json(u));
-    char *s = json_dumps(doc, JSON_COMPACT);
+    char *s = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
     json_decref(doc);
-    return s;
+    return s ? s : serve_err_fallback_json();
 }

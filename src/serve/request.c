@@ -6,6 +6,8 @@
  * every optional field, since official clients send explicit nulls. */
 #include "serve/request.h"
 
+#include "base/utf8safe.h"
+
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -17,55 +19,45 @@
 
 int serve_err_set(serve_err *err, int status, const char *type, const char *param, const char *code,
                   const char *fmt, ...) {
+    /* every field may carry client bytes: escaped, cut on character boundaries */
     err->status = status;
-    snprintf(err->type, sizeof err->type, "%s", type ? type : INVALID);
-    snprintf(err->param, sizeof err->param, "%s", param ? param : "");
-    snprintf(err->code, sizeof err->code, "%s", code ? code : "");
+    type = type ? type : INVALID;
+    param = param ? param : "";
+    code = code ? code : "";
+    k3_utf8_escape(err->type, sizeof err->type, type, strlen(type), 0);
+    k3_utf8_escape(err->param, sizeof err->param, param, strlen(param), 0);
+    k3_utf8_escape(err->code, sizeof err->code, code, strlen(code), 0);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    k3_utf8_vsnprintf(err->message, sizeof err->message, 0, fmt, ap);
     va_end(ap);
     return -1;
 }
 
-char *serve_err_json(const serve_err *err) {
-    json_t *e = json_pack("{s:s,s:s}", "message", err->message, "type", err->type);
-    json_object_set_new(e, "param", err->param[0] ? json_string(err->param) : json_null());
-    json_object_set_new(e, "code", err->code[0] ? json_string(err->code) : json_null());
-    json_t *doc = json_pack("{s:o}", "error", e);
-    char *s = json_dumps(doc, JSON_COMPACT);
-    json_decref(doc);
+/* The body sent when even an error cannot be serialized (out of memory, or a
+ * field that is not valid UTF-8 despite serve_err_set). Never NULL. */
+char *serve_err_fallback_json(void) {
+    static const char body[] = "{\"error\":{\"message\":\"The server could not build the error "
+                               "message.\",\"type\":\"server_error\",\"param\":null,\"code\":"
+                               "\"internal_error\"}}";
+    char *s = malloc(sizeof body);
+    if (s) memcpy(s, body, sizeof body);
     return s;
 }
 
+char *serve_err_json(const serve_err *err) {
+    json_t *e = json_pack("{s:s,s:s}", "message", err->message, "type", err->type);
+    if (!e) return serve_err_fallback_json();
+    json_object_set_new(e, "param", err->param[0] ? json_string(err->param) : json_null());
+    json_object_set_new(e, "code", err->code[0] ? json_string(err->code) : json_null());
+    json_t *doc = json_pack("{s:o}", "error", e);
+    char *s = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    json_decref(doc);
+    return s ? s : serve_err_fallback_json();
+}
+
 int serve_utf8_valid(const char *s, size_t len) {
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0;
-    while (i < len) {
-        unsigned c = p[i];
-        size_t n;
-        unsigned min;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if ((c & 0xE0) == 0xC0) {
-            n = 1, min = 0x80, c &= 0x1F;
-        } else if ((c & 0xF0) == 0xE0) {
-            n = 2, min = 0x800, c &= 0x0F;
-        } else if ((c & 0xF8) == 0xF0) {
-            n = 3, min = 0x10000, c &= 0x07;
-        } else {
-            return 0;
-        }
-        if (i + n >= len) return 0; /* truncated sequence */
-        for (size_t k = 1; k <= n; k++) {
-            if ((p[i + k] & 0xC0) != 0x80) return 0;
-            c = (c << 6) | (p[i + k] & 0x3F);
-        }
-        if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
-        i += n + 1;
-    }
-    return 1;
+    return k3_utf8_valid(s, len);
 }
 
 /* Build a parameter name like "messages[2].content" (truncated if huge). */
@@ -467,10 +459,13 @@ static int parse_model(serve_req *q, const serve_limits *lim, serve_err *err) {
     json_t *m = opt(q->root, "model");
     if (!m) return 0;
     if (!json_is_string(m)) return type_err(err, "model", "a string", m);
-    if (lim->model_name && strcmp(json_string_value(m), lim->model_name))
+    if (lim->model_name && strcmp(json_string_value(m), lim->model_name)) {
+        char got[200], have[200]; /* clipped on character boundaries */
+        k3_utf8_escape(got, sizeof got, json_string_value(m), json_string_length(m), 0);
+        k3_utf8_escape(have, sizeof have, lim->model_name, strlen(lim->model_name), 0);
         return serve_err_set(err, 404, NULL, "model", "model_not_found",
-                             "The model '%.200s' does not exist (this server serves '%.200s').",
-                             json_string_value(m), lim->model_name);
+                             "The model '%s' does not exist (this server serves '%s').", got, have);
+    }
     return 0;
 }
 

@@ -89,8 +89,11 @@ void serve_req_free(serve_req *req);
 /* Fill an error; returns -1 so `return serve_err_set(...)` works. */
 int serve_err_set(serve_err *err, int status, const char *type, const char *param, const char *code,
                   const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-/* The error as a JSON document (malloc'd string). */
+/* The error as a JSON document (malloc'd string; a fixed server_error body
+ * if it cannot be built; NULL only if even that allocation fails). */
 char *serve_err_json(const serve_err *err);
+/* That fixed body (malloc'd; NULL only when out of memory). */
+char *serve_err_fallback_json(void);
 
 /* 1 if s[0..len) is well-formed UTF-8 (no surrogates, no overlongs). */
 int serve_utf8_valid(const char *s, size_t len);

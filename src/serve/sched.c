@@ -16,6 +16,7 @@
 
 #include "base/err.h"
 #include "base/mem.h"
+#include "base/utf8safe.h"
 #include "gen/sampler.h"
 #include "k3.h"
 #include "serve/engine.h"
@@ -162,7 +163,7 @@ static void job_finish(serve_sched *s, serve_job *j, const char *finish, k3_buf 
 /* Engine failure mid-request: a 500 for non-streamed requests; a stream
  * gets an SSE error event (what OpenAI sends) and [DONE]. */
 static void job_fail(serve_sched *s, serve_job *j, k3_buf *b) {
-    snprintf(j->error, sizeof j->error, "%s", k3_errmsg());
+    k3_utf8_snprintf(j->error, sizeof j->error, K3_UTF8_CTRL, "%s", k3_errmsg());
     fprintf(stderr, "k3 serve: generation failed: %s\n", j->error);
     serve_err e;
     serve_err_set(&e, 500, "server_error", NULL, "engine_error", "%s", j->error);

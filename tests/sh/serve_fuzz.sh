@@ -11,4 +11,8 @@ printf '%s' '{"model":"tiny","messages":[{"role":"user","content":"Hi"}],"stream
 printf '%s' '{"messages":[{"role":"user","content":[{"type":"text","text":"a"}]},{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required","chat_template_kwargs":{"thinking":false},"k3_test_force_tokens":[1,2]}' >"$corpus/2"
 printf '%s' '{"prompt":"Once","logprobs":2,"temperature":0.5,"top_p":0.9,"top_k":5,"seed":1}' >"$corpus/3"
 printf '{"messages":[{"role":"user","content":"\xff"}]}' >"$corpus/4"
+# issue 12's crash class: cut characters against the fixed-size buffers
+printf '{"model":"%s\xc3\xa9","messages":[]}' "$(printf 'a%.0s' $(seq 1 199))" >"$corpus/5"
+printf '{"a": "x\\\xc3\xa9"}' >"$corpus/6"
+printf 'G\xc3T /\xff' >"$corpus/7"
 fuzz_build fuzz_http_request src/serve/request.c && fuzz_run fuzz_http_request "$corpus"
