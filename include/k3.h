@@ -63,6 +63,23 @@ int64_t k3_seq_len(const k3_seq *s);
  * Returns 0, or -1 with k3_errmsg() (e.g. token id out of range). */
 int k3_forward(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, int all);
 
+/* One step over many sequences of the same model (continuous batching): item i
+ * feeds seq[i] its n >= 1 tokens (one decode token, or a chunk of its prompt
+ * of at most 512), and with logits != NULL gets the [vocab] logits of its last
+ * token. All the tokens of the step go through every weight matrix together
+ * (one read of the weights per step); each sequence's KDA state and MLA cache
+ * see only its own tokens, so the logits equal those of k3_forward on each
+ * sequence alone (to rounding). A sequence may appear once per step.
+ * Returns 0, or -1 with k3_errmsg() (nothing consumed when the items are
+ * refused: bad token, duplicate or foreign sequence). */
+typedef struct k3_batch_item {
+    k3_seq *seq;
+    const int32_t *tokens;
+    int64_t n;
+    float *logits;
+} k3_batch_item;
+int k3_forward_batch(k3_batch_item *items, int n);
+
 const char *k3_errmsg(void);
 
 #ifdef __cplusplus

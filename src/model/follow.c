@@ -17,7 +17,8 @@ enum {
     OP_SEQ_FREE,
     OP_SEQ_CLONE,
     OP_SEQ_RESET,
-    OP_FORWARD
+    OP_FORWARD,
+    OP_FORWARD_BATCH
 };
 
 static const k3_comm *g_comm; /* NULL: no driver/follower mode */
@@ -122,6 +123,26 @@ void k3_par_hook_forward(k3_seq *s, const int32_t *tokens, int64_t n, int path) 
     bcast((void *)tokens, sizeof(int32_t) * (size_t)n);
 }
 
+/* A batch: command (count, total tokens, path), then per item its sequence
+ * id and token count, then all the tokens. */
+void k3_par_hook_forward_batch(const k3_batch_item *items, int n, int path) {
+    if (!driving()) return;
+    int64_t total = 0;
+    int64_t *hdr = k3_xmalloc(sizeof *hdr * (size_t)(2 * n));
+    for (int i = 0; i < n; i++) {
+        hdr[2 * i] = items[i].seq->par_id, hdr[2 * i + 1] = items[i].n;
+        total += items[i].n;
+    }
+    int32_t *tok = k3_xmalloc(sizeof *tok * (size_t)total);
+    for (int i = 0, at = 0; i < n; at += (int)items[i].n, i++)
+        memcpy(tok + at, items[i].tokens, sizeof *tok * (size_t)items[i].n);
+    send_cmd(OP_FORWARD_BATCH, n, total, path, 0);
+    bcast(hdr, sizeof *hdr * (size_t)(2 * n));
+    bcast(tok, sizeof *tok * (size_t)total);
+    free(hdr);
+    free(tok);
+}
+
 void k3_par_release_followers(void) {
     if (driving()) send_cmd(OP_EXIT, 0, 0, 0, 0);
     g_comm = NULL;
@@ -196,6 +217,25 @@ static int execute(follower *f, const command *k) {
         int rc = s ? k3_forward_path(s, tok, k->b, NULL, 0, (int)k->c)
                    : k3_seterr("forward on unknown sequence %lld", (long long)k->a);
         free(tok);
+        return rc;
+    }
+    case OP_FORWARD_BATCH: {
+        int n = (int)k->a;
+        int64_t *hdr = k3_xmalloc(sizeof *hdr * (size_t)(2 * n));
+        int32_t *tok = k3_xmalloc(sizeof *tok * (size_t)(k->b ? k->b : 1));
+        k3_batch_item *it = k3_xcalloc((size_t)n, sizeof *it);
+        bcast(hdr, sizeof *hdr * (size_t)(2 * n));
+        bcast(tok, sizeof *tok * (size_t)k->b);
+        int rc = 0;
+        for (int i = 0, at = 0; i < n; at += (int)hdr[2 * i + 1], i++) {
+            it[i] = (k3_batch_item){*seq_slot(f, hdr[2 * i]), tok + at, hdr[2 * i + 1], NULL};
+            if (!it[i].seq)
+                rc = k3_seterr("forward on unknown sequence %lld", (long long)hdr[2 * i]);
+        }
+        if (!rc) rc = k3_forward_batch_path(it, n, (int)k->c);
+        free(hdr);
+        free(tok);
+        free(it);
         return rc;
     }
     }

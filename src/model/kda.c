@@ -113,16 +113,21 @@ void k3_kda_conv(float *z, int64_t T, int64_t ld, int64_t col0, int64_t C, const
 }
 
 /* The conv + SiLU of the separate q, k, v buffers ([T, P] each); the conv
- * weights and state are laid out for the 3P channels q | k | v. */
-static void kda_conv3(float *const zb[3], int64_t T, int64_t P, const float *w, int K,
-                      float *state) {
-    const int64_t per = (P + 7) / 8; /* items per buffer */
+ * weights and state are laid out for the 3P channels q | k | v. Each
+ * sequence of sg convolves its own rows with its own state; the work items
+ * (sequence, buffer, 8 channels) split over the threads. */
+static void kda_conv3(float *const zb[3], const k3_segs *sg, int64_t T, int64_t P, const float *w,
+                      int K) {
+    const int64_t per = (P + 7) / 8, items = 3 * per; /* items per buffer and per sequence */
 #pragma omp parallel
     {
 #pragma omp for schedule(static)
-        for (int64_t it = 0; it < 3 * per; it++) {
-            int64_t b = it / per, c0 = (it % per) * 8, n = P - c0 < 8 ? P - c0 : 8;
-            conv_item(zb[b], T, P, c0, n, w + b * P * K, K, state + b * P, 3 * P);
+        for (int64_t it = 0; it < sg->n * items; it++) {
+            int64_t s = it / items, r = it % items;
+            int64_t b = r / per, c0 = (r % per) * 8, n = P - c0 < 8 ? P - c0 : 8;
+            int64_t t0 = sg->off[s], ts = sg->off[s + 1] - t0;
+            conv_item(zb[b] + t0 * P, ts, P, c0, n, w + b * P * K, K, sg->c[s]->conv + b * P,
+                      3 * P);
         }
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < 3 * T; r++) {
@@ -289,18 +294,21 @@ static kda_bufs kda_scratch(int64_t T, int64_t P, int H, int hd) {
 }
 
 /* Per head, token by token: L2-normalise q and k, decay, beta, the step, the
- * gated output norm. Heads are independent, so they split over threads and
- * every head runs the same instructions whatever the thread count. */
-static void kda_heads(const k3_config *cf, const k3_kda_w *w, k3_layer_cache *c, const kda_bufs *b,
-                      int64_t T) {
+ * gated output norm. Heads (of every sequence of sg) are independent, so they
+ * split over threads and every head runs the same instructions whatever the
+ * thread count or batch. */
+static void kda_heads(const k3_config *cf, const k3_kda_w *w, const k3_segs *sg,
+                      const kda_bufs *b) {
     int H = cf->kda_heads, hd = cf->kda_head_dim;
     int64_t P = (int64_t)H * hd;
     int vec = kda_vector_step(hd);
     float qscale = 1.0f / sqrtf((float)hd);
 #pragma omp parallel for schedule(static)
-    for (int h = 0; h < H; h++) {
-        float *S = c->S + (int64_t)h * hd * hd;
-        for (int64_t t = 0; t < T; t++) {
+    for (int64_t sh = 0; sh < (int64_t)sg->n * H; sh++) {
+        int64_t s = sh / H;
+        int h = (int)(sh % H);
+        float *S = sg->c[s]->S + (int64_t)h * hd * hd;
+        for (int64_t t = sg->off[s]; t < sg->off[s + 1]; t++) {
             int64_t o = t * P + (int64_t)h * hd;
             float *q = b->q + o, *k = b->k + o, *a = b->a + o;
             k3_l2norm_scaled(q, hd, 1e-6, qscale);
@@ -316,7 +324,7 @@ static void kda_heads(const k3_config *cf, const k3_kda_w *w, k3_layer_cache *c,
     }
 }
 
-void k3_kda_forward(const k3_model *m, const k3_layer *l, k3_layer_cache *c, const float *x,
+void k3_kda_forward(const k3_model *m, const k3_layer *l, const k3_segs *sg, const float *x,
                     int64_t T, float *out) {
     const k3_config *cf = m->c;
     const k3_kda_w *w = &l->kda;
@@ -327,7 +335,7 @@ void k3_kda_forward(const k3_model *m, const k3_layer *l, k3_layer_cache *c, con
     k3_matmul(&w->k, x, T, b.k);
     k3_matmul(&w->v, x, T, b.v);
     float *zb[3] = {b.q, b.k, b.v};
-    kda_conv3(zb, T, P, w->conv, cf->kda_conv_kernel, c->conv);
+    kda_conv3(zb, sg, T, P, w->conv, cf->kda_conv_kernel);
     k3_matmul(&w->fa, x, T, b.low); /* forget gate, low rank */
     k3_matmul(&w->fb, b.low, T, b.a);
     k3_matmul(&w->b, x, T, b.beta);
@@ -337,7 +345,7 @@ void k3_kda_forward(const k3_model *m, const k3_layer *l, k3_layer_cache *c, con
         k3_matmul(&w->ga, x, T, b.low);
         k3_matmul(&w->gb, b.low, T, b.g);
     }
-    kda_heads(cf, w, c, &b, T);
+    kda_heads(cf, w, sg, &b);
     k3_rowpar_matmul(m, &w->o, b.y, T, out); /* canonical block order (rowpar.h) */
     k3_model_reduce(m, out, T * D);
 }

@@ -69,18 +69,24 @@ static void mla_queries(const k3_model *m, const k3_mla_w *w, const float *x, in
     }
 }
 
-/* Append normalized latents and k_pe of T tokens to the cache. */
-static int mla_append(const k3_model *m, const k3_mla_w *w, k3_layer_cache *c, const float *x,
+/* Append normalized latents and k_pe of the T rows to their sequences' caches. */
+static int mla_append(const k3_model *m, const k3_mla_w *w, const k3_segs *sg, const float *x,
                       int64_t T, k3_workspace *ws) {
     int r = m->c->kv_lora_rank, rope = m->c->qk_rope_head_dim;
-    if (cache_grow(c, c->n + T, r, rope)) return -1;
+    for (int s = 0; s < sg->n; s++)
+        if (cache_grow(sg->c[s], sg->c[s]->n + sg->off[s + 1] - sg->off[s], r, rope)) return -1;
     float *ckv = ws_floats(ws, K3_MLA_CKV, T * (r + rope));
     k3_matmul(&w->kva, x, T, ckv);
-    for (int64_t t = 0; t < T; t++) {
-        k3_rmsnorm(ckv + t * (r + rope), r, w->kva_norm, 1e-6, c->lat + (c->n + t) * r);
-        memcpy(c->kpe + (c->n + t) * rope, ckv + t * (r + rope) + r, sizeof(float) * (size_t)rope);
+    for (int s = 0; s < sg->n; s++) {
+        k3_layer_cache *c = sg->c[s];
+        int64_t t0 = sg->off[s], ts = sg->off[s + 1] - t0;
+        for (int64_t t = 0; t < ts; t++) {
+            const float *row = ckv + (t0 + t) * (r + rope);
+            k3_rmsnorm(row, r, w->kva_norm, 1e-6, c->lat + (c->n + t) * r);
+            memcpy(c->kpe + (c->n + t) * rope, row + r, sizeof(float) * (size_t)rope);
+        }
+        c->n += ts;
     }
-    c->n += T;
     return 0;
 }
 
@@ -280,9 +286,10 @@ typedef struct {
     const float *q; /* [T, qs] */
     int64_t T, h0;  /* pairs h0*T .. of heads h0.. */
     int absorbed;
-    const float *qa, *kv; /* path B: absorbed queries [nh, T, r]; path A: keys [N, nope] then
+    const float *qa, *kv; /* path B: absorbed queries [nh, lt, r]; path A: keys [N, nope] then
                              values [N, vd] of head h0 */
-    float *out;           /* path B: [nh, T, r]; path A: o [T, os] */
+    float *out;           /* path B: [nh, lt, r]; path A: o [T, os] */
+    int64_t lt, t0;       /* path B: rows per head in qa/out, and this sequence's first */
     float *pbuf;          /* per thread: n_cache floats each */
     int64_t pld;
 } pair_job;
@@ -298,9 +305,10 @@ static void attend_pair(const pair_job *j, int64_t i, float *p, int ref) {
     a.scale = 1.0f / sqrtf((float)(nope + rope));
     float *o;
     if (j->absorbed) {
-        a.q = j->qa + (h * T + t) * r, a.K = a.V = j->c->lat, a.ldk = a.ldv = r;
+        int64_t row = h * j->lt + j->t0 + t;
+        a.q = j->qa + row * r, a.K = a.V = j->c->lat, a.ldk = a.ldv = r;
         a.dk = a.dv = r;
-        o = j->out + (h * T + t) * r;
+        o = j->out + row * r;
     } else {
         a.q = qh, a.K = j->kv, a.ldk = nope, a.dk = nope;
         a.V = j->kv + N * nope, a.ldv = vd, a.dv = vd;
@@ -350,33 +358,61 @@ static void attention_expanded(const k3_model *m, const k3_mla_w *w, const k3_la
     }
 }
 
-/* Path B: absorbed queries for every head, attention over the latents for
- * every (head, query) pair, then W_UV per head. */
-static void attention_absorbed(const k3_model *m, const k3_mla_w *w, const k3_layer_cache *c,
-                               const float *q, int64_t T, float *o, k3_workspace *ws) {
+/* Path B for the sequences of sg with absorbed[s]: their query rows are
+ * gathered (lt rows in all), absorbed by W_UK^T for every head in one product
+ * per head, each (head, query) pair attends over its own sequence's latents,
+ * then W_UV per head on all gathered rows, scattered back into o. */
+static void attention_absorbed(const k3_model *m, const k3_mla_w *w, const k3_segs *sg,
+                               const uint8_t *absorbed, const float *q, float *o,
+                               k3_workspace *ws) {
     const k3_config *cf = m->c;
     int nh = cf->num_attention_heads, nope = cf->qk_nope_head_dim, rope = cf->qk_rope_head_dim;
     int r = cf->kv_lora_rank, vd = cf->v_head_dim;
-    int64_t qs = (int64_t)nh * (nope + rope), os = (int64_t)nh * vd, ld;
-    float *qn = ws_floats(ws, K3_MLA_QN, (int64_t)nh * T * nope);
-    float *qa = ws_floats(ws, K3_MLA_QA, (int64_t)nh * T * r);
-    float *ol = ws_floats(ws, K3_MLA_OL, (int64_t)nh * T * r);
-    float *ov = ws_floats(ws, K3_MLA_KV, T * vd);
+    int64_t qs = (int64_t)nh * (nope + rope), os = (int64_t)nh * vd, ld, lt = 0, nmax = 1;
+    for (int s = 0; s < sg->n; s++)
+        if (absorbed[s]) {
+            lt += sg->off[s + 1] - sg->off[s];
+            nmax = sg->c[s]->n > nmax ? sg->c[s]->n : nmax;
+        }
+    float *qn = ws_floats(ws, K3_MLA_QN, (int64_t)nh * lt * nope);
+    float *qa = ws_floats(ws, K3_MLA_QA, (int64_t)nh * lt * r);
+    float *ol = ws_floats(ws, K3_MLA_OL, (int64_t)nh * lt * r);
+    float *ov = ws_floats(ws, K3_MLA_KV, lt * vd);
     for (int h = 0; h < nh; h++) {
-        float *qnh = qn + (int64_t)h * T * nope;
-        for (int64_t t = 0; t < T; t++)
-            memcpy(qnh + t * nope, q + t * qs + (int64_t)h * (nope + rope),
-                   sizeof(float) * (size_t)nope);
-        uk_apply(w, h, qnh, T, qa + (int64_t)h * T * r, 1);
+        float *qnh = qn + (int64_t)h * lt * nope;
+        int64_t g = 0;
+        for (int s = 0; s < sg->n; s++)
+            for (int64_t t = sg->off[s]; absorbed[s] && t < sg->off[s + 1]; t++, g++)
+                memcpy(qnh + g * nope, q + t * qs + (int64_t)h * (nope + rope),
+                       sizeof(float) * (size_t)nope);
+        uk_apply(w, h, qnh, lt, qa + (int64_t)h * lt * r, 1);
     }
-    pair_job j = {.cf = cf, .c = c, .q = q, .T = T, .h0 = 0, .absorbed = 1, .qa = qa, .out = ol};
-    j.pbuf = thread_rows(ws, c->n, &ld);
-    j.pld = ld;
-    attend_pairs(&j, (int64_t)nh * T);
+    float *pbuf = thread_rows(ws, nmax, &ld);
+    int64_t g = 0;
+    for (int s = 0; s < sg->n; s++) {
+        if (!absorbed[s]) continue;
+        int64_t T = sg->off[s + 1] - sg->off[s];
+        pair_job j = {.cf = cf,
+                      .c = sg->c[s],
+                      .q = q + sg->off[s] * qs,
+                      .T = T,
+                      .h0 = 0,
+                      .absorbed = 1,
+                      .qa = qa,
+                      .out = ol,
+                      .lt = lt,
+                      .t0 = g};
+        j.pbuf = pbuf;
+        j.pld = ld;
+        attend_pairs(&j, (int64_t)nh * T);
+        g += T;
+    }
     for (int h = 0; h < nh; h++) {
-        k3_matmul(&w->uv[h], ol + (int64_t)h * T * r, T, ov);
-        for (int64_t t = 0; t < T; t++)
-            memcpy(o + t * os + (int64_t)h * vd, ov + t * vd, sizeof(float) * (size_t)vd);
+        k3_matmul(&w->uv[h], ol + (int64_t)h * lt * r, lt, ov);
+        int64_t gg = 0;
+        for (int s = 0; s < sg->n; s++)
+            for (int64_t t = sg->off[s]; absorbed[s] && t < sg->off[s + 1]; t++, gg++)
+                memcpy(o + t * os + (int64_t)h * vd, ov + gg * vd, sizeof(float) * (size_t)vd);
     }
 }
 
@@ -397,21 +433,29 @@ static void apply_gate(float *o, const float *g, int64_t n) {
     for (int64_t i = 0; i < n; i++) o[i] *= k3_sigmoid(g[i]);
 }
 
-int k3_mla_forward(const k3_model *m, const k3_layer *l, k3_layer_cache *c, const float *x,
+int k3_mla_forward(const k3_model *m, const k3_layer *l, const k3_segs *sg, const float *x,
                    int64_t T, float *out, int path, k3_workspace *ws) {
     const k3_config *cf = m->c;
     const k3_mla_w *w = &l->mla;
     int nh = cf->num_attention_heads, vd = cf->v_head_dim;
     int64_t qs = (int64_t)nh * (cf->qk_nope_head_dim + cf->qk_rope_head_dim), os = (int64_t)nh * vd;
-    if (mla_append(m, w, c, x, T, ws)) return -1;
+    if (mla_append(m, w, sg, x, T, ws)) return -1;
     float *q = ws_floats(ws, K3_MLA_Q, T * qs);
     float *o = ws_floats(ws, K3_MLA_O, T * os);
     mla_queries(m, w, x, T, q, ws);
-    int absorbed = path ? path == 'B' : absorbed_is_cheaper(cf, T, c->n);
-    if (absorbed)
-        attention_absorbed(m, w, c, q, T, o, ws);
-    else
-        attention_expanded(m, w, c, q, T, o, ws);
+    uint8_t absorbed_small[64], *absorbed = absorbed_small, any = 0;
+    if (sg->n > 64) absorbed = k3_xmalloc((size_t)sg->n);
+    for (int s = 0; s < sg->n; s++) {
+        int64_t ts = sg->off[s + 1] - sg->off[s];
+        absorbed[s] = path ? path == 'B' : absorbed_is_cheaper(cf, ts, sg->c[s]->n);
+        any |= absorbed[s];
+    }
+    if (any) attention_absorbed(m, w, sg, absorbed, q, o, ws);
+    for (int s = 0; s < sg->n; s++)
+        if (!absorbed[s])
+            attention_expanded(m, w, sg->c[s], q + sg->off[s] * qs, sg->off[s + 1] - sg->off[s],
+                               o + sg->off[s] * os, ws);
+    if (absorbed != absorbed_small) free(absorbed);
     if (cf->mla_use_output_gate) {
         float *g = ws_floats(ws, K3_MLA_G, T * os);
         k3_matmul(&w->g, x, T, g);

@@ -310,21 +310,34 @@ static void block_input(const k3_config *c, float *const *R, int nR, const float
     }
 }
 
+/* The caches of layer i of the pass's sequences, as the mixers take them. */
+typedef struct {
+    k3_seq *const *seq; /* [n] */
+    const int64_t *off; /* [n + 1] row offsets */
+    int n;
+    k3_layer_cache **lc; /* [n] scratch: layer i's caches */
+} fwd_seqs;
+
+static k3_segs layer_segs(const fwd_seqs *fs, int i) {
+    for (int s = 0; s < fs->n; s++) fs->lc[s] = &fs->seq[s]->lc[i];
+    return (k3_segs){fs->n, fs->lc, fs->off};
+}
+
 /* Mixer then FFN of layer i on b->x [T, D], with AttnRes block list R. At a
  * block start the raw x becomes a snapshot and the mixer output the new x
  * (buffers change hands, nothing is copied). */
-static int run_layer(k3_seq *s, int i, fwd_bufs *b, int64_t T, float **R, int *nR, int mla_path,
-                     k3_workspace *ws) {
-    const k3_model *m = s->m;
+static int run_layer(const k3_model *m, const fwd_seqs *fs, int i, fwd_bufs *b, int64_t T,
+                     float **R, int *nR, int mla_path, k3_workspace *ws) {
     const k3_config *c = m->c;
     const k3_layer *l = &m->L[i];
     int64_t TD = T * c->hidden_size;
+    k3_segs sg = layer_segs(fs, i);
     block_input(c, R, *nR, b->x, l->w_attn, l->in_norm, T, b->h);
     int rc = 0;
     if (l->is_kda)
-        k3_kda_forward(m, l, &s->lc[i], b->h, T, b->a);
+        k3_kda_forward(m, l, &sg, b->h, T, b->a);
     else
-        rc = k3_mla_forward(m, l, &s->lc[i], b->h, T, b->a, mla_path, ws);
+        rc = k3_mla_forward(m, l, &sg, b->h, T, b->a, mla_path, ws);
     if (c->attn_res_block_size > 0 && i % c->attn_res_block_size == 0) {
         R[(*nR)++] = b->x; /* block start: snapshot the raw x_in, the partial restarts at a */
         b->x = b->a;
@@ -373,24 +386,45 @@ static float **setup_bufs(const k3_config *c, k3_workspace *ws, int64_t n, fwd_b
     return R;
 }
 
-/* Output stage: final AttnRes mix, final norm, lm_head on the rows wanted. */
+/* Output stage: final AttnRes mix, final norm, lm_head on the rows wanted:
+ * every row (all = 1), the last one, or with rows != NULL the nrows rows
+ * rows[k] whose logits go to out[k]. */
 static void forward_head(const k3_model *m, fwd_bufs *b, float *const *R, int nR, int64_t n,
-                         float *logits, int all) {
+                         float *logits, int all, const int64_t *rows, float *const *out,
+                         int nrows) {
     const k3_config *c = m->c;
-    int64_t D = c->hidden_size;
+    int64_t D = c->hidden_size, V = c->vocab_size;
     float *x = b->x;
     if (c->attn_res_block_size) {
         k3_attnres_mix(R, nR, b->x, m->w_out, n, D, c->rms_norm_eps, b->h);
         x = b->h;
+    }
+    if (rows) {
+        if (nrows == 0) return;
+        float *g = x == b->h ? b->a : b->h; /* a free [n, D] buffer for the gathered rows */
+        for (int k = 0; k < nrows; k++)
+            memcpy(g + k * D, x + rows[k] * D, sizeof(float) * (size_t)D);
+        k3_rmsnorm_rows(g, nrows, D, m->final_norm, c->rms_norm_eps, g);
+        if (nrows == 1) {
+            k3_matmul(&m->head, g, 1, out[0]);
+            return;
+        }
+        float *lg = k3_xmalloc(sizeof(float) * (size_t)(nrows * V));
+        k3_matmul(&m->head, g, nrows, lg);
+        for (int k = 0; k < nrows; k++) memcpy(out[k], lg + k * V, sizeof(float) * (size_t)V);
+        free(lg);
+        return;
     }
     int64_t first = all ? 0 : n - 1;
     k3_rmsnorm_rows(x + first * D, n - first, D, m->final_norm, c->rms_norm_eps, x + first * D);
     if (logits) k3_matmul(&m->head, x + first * D, n - first, logits);
 }
 
-static int forward_ws(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, int all, int path,
-                      k3_workspace *ws) {
-    const k3_model *m = s->m;
+/* One pass over the sequences of fs (n rows in all). The head: as in
+ * forward_head. */
+static int forward_ws(const k3_model *m, const fwd_seqs *fs, const int32_t *tokens, int64_t n,
+                      float *logits, int all, const int64_t *rows, float *const *out, int nrows,
+                      int path, k3_workspace *ws) {
     const k3_config *c = m->c;
     fwd_bufs b;
     float **R = setup_bufs(c, ws, n, &b);
@@ -401,12 +435,12 @@ static int forward_ws(k3_seq *s, const int32_t *tokens, int64_t n, float *logits
         rc = k3_pp_recv(m, n, b.x, R, &nR); /* its blocks are heap copies: freed below */
     nrecv = rc ? 0 : nR;
     for (int i = m->layer0; !rc && i < m->layer1; i++)
-        rc = run_layer(s, i, &b, n, R, &nR, path, ws);
+        rc = run_layer(m, fs, i, &b, n, R, &nR, path, ws);
     int last = m->layer1 == c->num_hidden_layers;
     if (!rc && !last) rc = k3_pp_send(m, n, b.x, R, nR); /* earlier stage: hand on, no logits */
-    if (!rc && last) forward_head(m, &b, R, nR, n, logits, all);
+    if (!rc && last) forward_head(m, &b, R, nR, n, logits, all, rows, out, nrows);
     for (int j = 0; j < nrecv; j++) free(R[j]);
-    if (!rc) s->len += n;
+    for (int s = 0; !rc && s < fs->n; s++) fs->seq[s]->len += fs->off[s + 1] - fs->off[s];
     return rc;
 }
 
@@ -419,7 +453,10 @@ int k3_forward_path(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, 
                          "process group attached (k3_model_set_comm)");
     k3_par_hook_forward(s, tokens, n, path);
     k3_workspace *ws = ws_acquire(m);
-    int rc = forward_ws(s, tokens, n, logits, all, path, ws);
+    int64_t off[2] = {0, n};
+    k3_layer_cache *lc[1];
+    fwd_seqs fs = {&s, off, 1, lc};
+    int rc = forward_ws(m, &fs, tokens, n, logits, all, NULL, NULL, 0, path, ws);
     ws_release(m, ws);
     return rc;
 }
@@ -438,4 +475,62 @@ int k3_forward(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, int a
         if (k3_forward_path(s, tokens + t, k, out, all, 0)) return -1;
     }
     return 0;
+}
+
+/* ---- batched passes ------------------------------------------------------- */
+
+int k3_forward_batch_path(k3_batch_item *items, int n, int path) {
+    if (n < 1) return k3_seterr("k3_forward_batch: need at least one sequence");
+    k3_model *m = items[0].seq ? items[0].seq->m : NULL;
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) {
+        const k3_batch_item *it = &items[i];
+        if (!it->seq || it->seq->m != m)
+            return k3_seterr("k3_forward_batch: sequence %d is %s", i,
+                             it->seq ? "of another model" : "NULL");
+        for (int j = 0; j < i; j++)
+            if (items[j].seq == it->seq)
+                return k3_seterr("k3_forward_batch: sequence %d appears twice (items %d and %d)", i,
+                                 j, i);
+        if (check_tokens(m, it->tokens, it->n))
+            return k3_preferr("k3_forward_batch: sequence %d", i);
+        if (it->n > K3_FORWARD_CHUNK)
+            return k3_seterr("k3_forward_batch: sequence %d brings %lld tokens; at most %d per "
+                             "sequence per step",
+                             i, (long long)it->n, K3_FORWARD_CHUNK);
+        total += it->n;
+    }
+    if ((m->tp_size > 1 || m->pp_size > 1) && !m->comm)
+        return k3_seterr("k3_forward_batch: this model is one slice of a parallel group and has "
+                         "no process group attached (k3_model_set_comm)");
+    k3_par_hook_forward_batch(items, n, path);
+    k3_seq **seq = k3_xmalloc(sizeof *seq * (size_t)n);
+    k3_layer_cache **lc = k3_xmalloc(sizeof *lc * (size_t)n);
+    int64_t *off = k3_xmalloc(sizeof *off * (size_t)(n + 1)),
+            *rows = k3_xmalloc(sizeof *rows * (size_t)n);
+    int32_t *tok = k3_xmalloc(sizeof *tok * (size_t)total);
+    float **out = k3_xmalloc(sizeof *out * (size_t)n);
+    int nrows = 0;
+    off[0] = 0;
+    for (int i = 0; i < n; i++) {
+        seq[i] = items[i].seq;
+        memcpy(tok + off[i], items[i].tokens, sizeof *tok * (size_t)items[i].n);
+        off[i + 1] = off[i] + items[i].n;
+        if (items[i].logits) rows[nrows] = off[i + 1] - 1, out[nrows++] = items[i].logits;
+    }
+    fwd_seqs fs = {seq, off, n, lc};
+    k3_workspace *ws = ws_acquire(m);
+    int rc = forward_ws(m, &fs, tok, total, NULL, 0, rows, out, nrows, path, ws);
+    ws_release(m, ws);
+    free(seq);
+    free(lc);
+    free(off);
+    free(rows);
+    free(tok);
+    free(out);
+    return rc;
+}
+
+int k3_forward_batch(k3_batch_item *items, int n) {
+    return k3_forward_batch_path(items, n, 0);
 }

@@ -143,12 +143,23 @@ static inline void k3_model_reduce(const k3_model *m, float *buf, int64_t n) {
     if (m->reduce) m->reduce(buf, n, m->reduce_ctx);
 }
 
+/* The sequences of one pass (k3_forward: one; k3_forward_batch: many): the
+ * pass's T rows are the sequences' tokens one after the other, sequence i
+ * owning rows [off[i], off[i+1]). Row-wise work (projections, norms, MLP,
+ * MoE, AttnRes, the head) runs on all T rows at once, so every weight is read
+ * once per pass; only the KDA recurrence/conv and MLA attention use c[i]. */
+typedef struct {
+    int n;                    /* sequences */
+    k3_layer_cache *const *c; /* [n] this layer's caches */
+    const int64_t *off;       /* [n + 1], off[0] = 0, off[n] = T */
+} k3_segs;
+
 /* Blocks. x is the normalized input [T, D]; out is [T, D]. 0 or -1 + k3_errmsg. */
-void k3_kda_forward(const k3_model *m, const k3_layer *l, k3_layer_cache *c, const float *x,
+void k3_kda_forward(const k3_model *m, const k3_layer *l, const k3_segs *sg, const float *x,
                     int64_t T, float *out);
-/* path: 0 = automatic (absorbed for T = 1, expanded otherwise), 'A' or 'B' to force one.
- * Temporaries come from ws (grow-only). */
-int k3_mla_forward(const k3_model *m, const k3_layer *l, k3_layer_cache *c, const float *x,
+/* path: 0 = automatic per sequence (absorbed for decode and short chunks,
+ * expanded otherwise), 'A' or 'B' to force one. Temporaries come from ws. */
+int k3_mla_forward(const k3_model *m, const k3_layer *l, const k3_segs *sg, const float *x,
                    int64_t T, float *out, int path, k3_workspace *ws);
 /* Free a workspace's buffers (k3_model_free). */
 void k3_workspace_free(k3_workspace *ws);
@@ -182,6 +193,8 @@ void k3_attnres_mix(float *const *R, int n, const float *p, const float *w, int6
 void k3_attnres_mix_ref(float *const *R, int n, const float *p, const float *w, int64_t T,
                         int64_t D, double eps, float *out);
 
+/* k3_forward_batch with a forced MLA path (follow.c, tests). */
+int k3_forward_batch_path(k3_batch_item *items, int n, int path);
 /* k3_forward with a forced MLA path ('A' expanded, 'B' absorbed, 0 automatic); for tests. */
 int k3_forward_path(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, int all, int path);
 /* KDA pieces, exposed for unit tests: conv over [state; z] + SiLU, and one recurrence step. */
