@@ -2,7 +2,9 @@
  * tiny-bf16 fixture model: a hit resumes from a snapshot and gives exactly
  * the logits of feeding the same tokens without it, the longest stored
  * prefix wins, only strict prefixes match, and the byte budget evicts the
- * least recently used. */
+ * least recently used; snapshots branch in a trie, a whole prompt stored
+ * with logits hits at its full length, a repeat store does not clone again,
+ * and scopes (API key + cache_salt) never see each other's snapshots. */
 #include <stdio.h>
 
 #include "k3.h"
@@ -11,6 +13,8 @@
 
 static k3_model *model;
 static int vocab;
+static float *g_lg; /* logits a whole-prompt hit copies out */
+#define KEY "key-a", 5
 
 static void ids_for(int32_t *ids, int n, int salt) {
     for (int i = 0; i < n; i++) ids[i] = (int32_t)((i * 7 + salt * 13 + 1) % vocab);
@@ -33,15 +37,15 @@ TEST(hit_equals_full_prefill) {
     enum { N = 24 };
     int32_t ids[N];
     ids_for(ids, N, 1);
-    serve_pcache *pc = serve_pcache_new(64u << 20);
+    serve_pcache *pc = serve_pcache_new(64u << 20, vocab);
     k3_seq *s = prefilled(ids, 10);
-    CHECK(serve_pcache_insert(pc, ids, 10, s) == 0);
+    CHECK(serve_pcache_insert(pc, KEY, ids, 10, s, NULL) == 0);
     k3_seq_free(s); /* the cache holds its own snapshot */
     s = prefilled(ids, 16);
-    CHECK(serve_pcache_insert(pc, ids, 16, s) == 0);
+    CHECK(serve_pcache_insert(pc, KEY, ids, 16, s, NULL) == 0);
     k3_seq_free(s);
     int64_t m = 0;
-    k3_seq *hit = serve_pcache_lookup(pc, ids, N, &m);
+    k3_seq *hit = serve_pcache_lookup(pc, KEY, ids, N, g_lg, &m);
     CHECK(hit && m == 16, "matched %lld", (long long)m); /* the longest prefix */
     float *a = malloc(sizeof(float) * (size_t)vocab), *b = malloc(sizeof(float) * (size_t)vocab);
     CHECK(k3_forward(hit, ids + m, N - m, a, 0) == 0);
@@ -61,13 +65,13 @@ TEST(hit_equals_full_prefill) {
     CHECK(worst < 1e-4, "cached resume differs from full prefill by %g", worst);
     k3_seq_free(hit);
     /* a snapshot as long as the whole request cannot give logits: shorter one */
-    hit = serve_pcache_lookup(pc, ids, 16, &m);
+    hit = serve_pcache_lookup(pc, KEY, ids, 16, g_lg, &m);
     CHECK(hit && m == 10);
     k3_seq_free(hit);
     /* a different conversation misses */
     int32_t other[N];
     ids_for(other, N, 2);
-    hit = serve_pcache_lookup(pc, other, N, &m);
+    hit = serve_pcache_lookup(pc, KEY, other, N, g_lg, &m);
     CHECK(!hit && m == 0);
     serve_pcache_stats st = serve_pcache_get_stats(pc);
     CHECK(st.entries == 2 && st.hits == 2 && st.lookups == 3 && st.tokens_reused == 26);
@@ -80,26 +84,26 @@ TEST(hit_equals_full_prefill) {
 TEST(lru_eviction_within_budget) {
     enum { N = 12 };
     int32_t ids[4][N];
-    serve_pcache *probe = serve_pcache_new((size_t)1 << 40);
+    serve_pcache *probe = serve_pcache_new((size_t)1 << 40, vocab);
     ids_for(ids[0], N, 10);
     k3_seq *s = prefilled(ids[0], N);
-    serve_pcache_insert(probe, ids[0], N, s);
+    serve_pcache_insert(probe, KEY, ids[0], N, s, NULL);
     size_t one = serve_pcache_get_stats(probe).bytes; /* cost of one snapshot */
     serve_pcache_free(probe);
     CHECK(one > 0);
     /* room for two snapshots (plus slack for allocator noise), not three */
-    serve_pcache *pc = serve_pcache_new(one * 2 + one / 2);
+    serve_pcache *pc = serve_pcache_new(one * 2 + one / 2, vocab);
     for (int k = 0; k < 3; k++) {
         ids_for(ids[k], N, 10 + k);
         k3_seq *q = prefilled(ids[k], N);
-        CHECK(serve_pcache_insert(pc, ids[k], N, q) == 0);
+        CHECK(serve_pcache_insert(pc, KEY, ids[k], N, q, NULL) == 0);
         k3_seq_free(q);
         if (k == 1) { /* touch entry 0 so entry 1 is the least recently used */
             int32_t ext[N + 1];
             memcpy(ext, ids[0], sizeof ids[0]);
             ext[N] = 1;
             int64_t m;
-            k3_seq *h = serve_pcache_lookup(pc, ext, N + 1, &m);
+            k3_seq *h = serve_pcache_lookup(pc, KEY, ext, N + 1, g_lg, &m);
             CHECK(h && m == N);
             k3_seq_free(h);
         }
@@ -112,15 +116,82 @@ TEST(lru_eviction_within_budget) {
         int32_t ext[N + 1];
         memcpy(ext, ids[k], sizeof ids[k]);
         ext[N] = 1;
-        k3_seq *h = serve_pcache_lookup(pc, ext, N + 1, &m);
+        k3_seq *h = serve_pcache_lookup(pc, KEY, ext, N + 1, g_lg, &m);
         CHECK((h != NULL) == (k != 1), "entry %d present=%d", k, h != NULL);
         if (h) k3_seq_free(h);
     }
     /* budget 0: the cache is off */
-    serve_pcache *off = serve_pcache_new(0);
-    CHECK(serve_pcache_insert(off, ids[0], N, s) == 0 && serve_pcache_get_stats(off).entries == 0);
+    serve_pcache *off = serve_pcache_new(0, vocab);
+    CHECK(serve_pcache_insert(off, KEY, ids[0], N, s, NULL) == 0 &&
+          serve_pcache_get_stats(off).entries == 0);
     serve_pcache_free(off);
     k3_seq_free(s);
+    serve_pcache_free(pc);
+}
+
+TEST(trie_branches_and_whole_prompt_hits) {
+    enum { N = 20 };
+    int32_t a[N], b[N];
+    ids_for(a, N, 3);
+    memcpy(b, a, sizeof a);
+    for (int i = 8; i < N; i++) b[i] = (int32_t)((a[i] + 1) % vocab); /* shares 8 ids with a */
+    serve_pcache *pc = serve_pcache_new(64u << 20, vocab);
+    float *la = malloc(sizeof(float) * (size_t)vocab);
+    k3_seq *s = k3_seq_new(model);
+    CHECK(k3_forward(s, a, 12, la, 0) == 0);
+    CHECK(serve_pcache_insert(pc, KEY, a, 12, s, la) == 0); /* whole prompt a[0..12) + logits */
+    k3_seq_free(s);
+    s = prefilled(b, 8);
+    CHECK(serve_pcache_insert(pc, KEY, b, 8, s, NULL) == 0); /* splits the edge at 8 */
+    k3_seq_free(s);
+    s = prefilled(b, 16);
+    CHECK(serve_pcache_insert(pc, KEY, b, 16, s, NULL) == 0);
+    CHECK(serve_pcache_insert(pc, KEY, b, 16, s, NULL) == 0); /* the same again: no clone */
+    k3_seq_free(s);
+    serve_pcache_stats st = serve_pcache_get_stats(pc);
+    CHECK(st.entries == 3 && st.snapshots == 3, "entries %d snapshots %llu", st.entries,
+          (unsigned long long)st.snapshots);
+    int64_t m;
+    memset(g_lg, 0, sizeof(float) * (size_t)vocab);
+    k3_seq *h = serve_pcache_lookup(pc, KEY, a, 12, g_lg, &m); /* identical repeat */
+    CHECK(h && m == 12 && k3_seq_len(h) == 12, "matched %lld", (long long)m);
+    CHECK(!memcmp(g_lg, la, sizeof(float) * (size_t)vocab), "stored logits differ");
+    k3_seq_free(h);
+    h = serve_pcache_lookup(pc, KEY, a, N, g_lg, &m); /* a longer turn of a */
+    CHECK(h && m == 12);
+    k3_seq_free(h);
+    h = serve_pcache_lookup(pc, KEY, b, N, g_lg, &m); /* b's deepest */
+    CHECK(h && m == 16);
+    k3_seq_free(h);
+    h = serve_pcache_lookup(pc, KEY, a, 11, g_lg, &m); /* a prefix of a: only b's 8 is usable */
+    CHECK(h && m == 8, "matched %lld", (long long)m);
+    k3_seq_free(h);
+    h = serve_pcache_lookup(pc, KEY, b, 8, g_lg, &m); /* 8 without logits cannot end a prompt */
+    CHECK(!h && m == 0);
+    free(la);
+    serve_pcache_free(pc);
+}
+
+TEST(scopes_do_not_share) {
+    enum { N = 10 };
+    int32_t ids[N + 1];
+    ids_for(ids, N + 1, 5);
+    serve_pcache *pc = serve_pcache_new(64u << 20, vocab);
+    k3_seq *s = prefilled(ids, N);
+    CHECK(serve_pcache_insert(pc, "3:abcsalt1", 10, ids, N, s, NULL) == 0);
+    k3_seq_free(s);
+    int64_t m;
+    k3_seq *h = serve_pcache_lookup(pc, "3:abcsalt2", 10, ids, N + 1, g_lg, &m); /* other salt */
+    CHECK(!h && m == 0);
+    h = serve_pcache_lookup(pc, "3:abd", 5, ids, N + 1, g_lg, &m); /* other key, no salt */
+    CHECK(!h && m == 0);
+    h = serve_pcache_lookup(pc, "", 0, ids, N + 1, g_lg, &m); /* no key */
+    CHECK(!h && m == 0);
+    h = serve_pcache_lookup(pc, "3:abcsalt1", 10, ids, N + 1, g_lg, &m);
+    CHECK(h && m == N);
+    k3_seq_free(h);
+    serve_pcache_stats st = serve_pcache_get_stats(pc);
+    CHECK(st.hits == 1 && st.lookups == 4 && st.scopes == 1);
     serve_pcache_free(pc);
 }
 
@@ -133,8 +204,12 @@ int main(void) {
         return 1;
     }
     vocab = k3_model_vocab(model);
+    g_lg = malloc(sizeof(float) * (size_t)vocab);
     RUN(hit_equals_full_prefill);
     RUN(lru_eviction_within_budget);
+    RUN(trie_branches_and_whole_prompt_hits);
+    RUN(scopes_do_not_share);
+    free(g_lg);
     k3_model_free(model);
     return t_done();
 }

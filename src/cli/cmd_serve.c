@@ -11,29 +11,37 @@
 #include "serve/server.h"
 
 static void serve_usage(FILE *f) {
-    fprintf(f, "usage: k3 serve [--model DIR] [--host ADDR] [--port N] [options]\n"
-               "\n"
-               "OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
-               "GET /v1/models, GET /health. Stops cleanly on SIGINT/SIGTERM.\n"
-               "  --model DIR          checkpoint directory (default: the built-in random model)\n"
-               "  --name ID            model id clients send (default: the directory name)\n"
-               "  --host ADDR          bind address (default 127.0.0.1)\n"
-               "  --port N             TCP port (default 8000; 0 = any free port, printed)\n"
-               "  --api-key KEY        require 'Authorization: Bearer KEY' (default: env\n"
-               "                       K3_API_KEY; none if unset)\n"
-               "  --max-body BYTES     request body limit, larger gets 413 (default 8388608)\n"
-               "  --max-tokens N       per-request max_tokens cap and default (default 4096)\n"
-               "  --timeout SEC        per-request generation limit / idle connection limit\n"
-               "                       (default 600; 0 = none)\n"
-               "  --shutdown-grace SEC in-flight requests get this long on shutdown (default 10)\n"
-               "  --parallel N         requests generating at once (default 64)\n"
-               "  --prefill-chunk N    prompt tokens per request per scheduler round (default 64)\n"
-               "  --cache-mb N         prompt-cache memory budget in MiB (default 1024; 0 = off)\n"
-               "  --threads N          OpenMP threads for the model (default: all cores)\n"
-               "  --act-int8           int8 activations for quantized decode (AVX-512 VNNI;\n"
-               "                       faster, lossy, off by default)\n"
-               "  --test-mode          accept k3_test_force_tokens / k3_test_force_text request\n"
-               "                       fields (tests only: forces the generated tokens)\n");
+    fprintf(
+        f, "usage: k3 serve [--model DIR] [--host ADDR] [--port N] [options]\n"
+           "\n"
+           "OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
+           "GET /v1/models, GET /health. Stops cleanly on SIGINT/SIGTERM.\n"
+           "  --model DIR          checkpoint directory (default: the built-in random model)\n"
+           "  --name ID            model id clients send (default: the directory name)\n"
+           "  --host ADDR          bind address (default 127.0.0.1)\n"
+           "  --port N             TCP port (default 8000; 0 = any free port, printed)\n"
+           "  --api-key KEY        require 'Authorization: Bearer KEY' (default: env\n"
+           "                       K3_API_KEY; none if unset)\n"
+           "  --max-body BYTES     request body limit, larger gets 413 (default 8388608)\n"
+           "  --max-tokens N       per-request max_tokens cap and default (default 4096)\n"
+           "  --timeout SEC        per-request generation limit / idle connection limit\n"
+           "                       (default 600; 0 = none)\n"
+           "  --shutdown-grace SEC in-flight requests get this long on shutdown (default 10)\n"
+           "  --parallel N         requests holding a sequence at once (default 64); more wait\n"
+           "  --max-queue N        requests waiting for a slot; more get 429 (default 256)\n"
+           "  --max-batch N        sequences per batched step (default: --parallel)\n"
+           "  --max-step-tokens N  tokens per batched step, decodes + prompt chunks (default 512)\n"
+           "  --prefill-chunk N    prompt tokens of one request per step (default 64, max 512)\n"
+           "  --cache-mb N         prompt-cache memory budget in MiB (default 1024; 0 = off).\n"
+           "                       Snapshots are taken after the system prompt, each message\n"
+           "                       and the whole prompt, scoped by API key + cache_salt. One\n"
+           "                       snapshot of K3 at its real size costs ~434 MB (the 69 KDA\n"
+           "                       layers' recurrent state) + ~4.6 KB per cached token\n"
+           "  --threads N          OpenMP threads for the model (default: all cores)\n"
+           "  --act-int8           int8 activations for quantized decode (AVX-512 VNNI;\n"
+           "                       faster, lossy, off by default)\n"
+           "  --test-mode          accept k3_test_force_tokens / k3_test_force_text request\n"
+           "                       fields (tests only: forces the generated tokens)\n");
 }
 
 /* Parse an integer option value in [lo, hi]; -1 + message on error. */
@@ -59,9 +67,10 @@ typedef struct {
 static int parse_opt(const char *a, const char *v, serve_opts *o, model_args *m) {
     long long x = 0;
     static const char *const with_value[] = {
-        "--model",         "--name",       "--host",    "--api-key",        "--port",
-        "--max-body",      "--max-tokens", "--timeout", "--shutdown-grace", "--parallel",
-        "--prefill-chunk", "--cache-mb",   "--threads"};
+        "--model",          "--name",      "--host",          "--api-key",
+        "--port",           "--max-body",  "--max-tokens",    "--timeout",
+        "--shutdown-grace", "--parallel",  "--prefill-chunk", "--cache-mb",
+        "--threads",        "--max-queue", "--max-batch",     "--max-step-tokens"};
     if (!strcmp(a, "--test-mode")) return o->test_mode = 1, 0;
     if (!strcmp(a, "--act-int8")) return k3_act_int8_set(1), 0;
     int known = 0;
@@ -101,8 +110,17 @@ static int parse_opt(const char *a, const char *v, serve_opts *o, model_args *m)
     } else if (!strcmp(a, "--parallel")) {
         if (int_arg(a, v, 1, 4096, &x)) return -1;
         o->max_active = (int)x;
-    } else if (!strcmp(a, "--prefill-chunk")) {
+    } else if (!strcmp(a, "--max-queue")) {
         if (int_arg(a, v, 1, 1 << 20, &x)) return -1;
+        o->max_queue = (int)x;
+    } else if (!strcmp(a, "--max-batch")) {
+        if (int_arg(a, v, 1, 4096, &x)) return -1;
+        o->max_batch = (int)x;
+    } else if (!strcmp(a, "--max-step-tokens")) {
+        if (int_arg(a, v, 1, 1 << 20, &x)) return -1;
+        o->max_step_tokens = (int)x;
+    } else if (!strcmp(a, "--prefill-chunk")) {
+        if (int_arg(a, v, 1, 512, &x)) return -1;
         o->prefill_chunk = (int)x;
     } else if (!strcmp(a, "--cache-mb")) {
         if (int_arg(a, v, 0, 1 << 24, &x)) return -1;

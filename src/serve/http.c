@@ -36,6 +36,8 @@ void serve_opts_default(serve_opts *o) {
     o->prefill_chunk = 64;
     o->cache_budget = (size_t)1 << 30;
     o->max_connections = 512;
+    o->max_queue = 256;
+    o->max_step_tokens = 512;
 }
 
 /* ---------------- responses ---------------- */
@@ -133,6 +135,7 @@ static enum MHD_Result handle_health(serve_conn *c) {
                   (json_int_t)st.requests_done, "prefill_tokens", (json_int_t)st.prefill_tokens,
                   "decode_tokens", (json_int_t)st.decode_tokens, "rss_bytes",
                   (json_int_t)k3_current_rss(), "prompt_cache", cache);
+    json_object_set_new(doc, "batch", serve_sched_stats_json(&st));
     char *s = json_dumps(doc, JSON_COMPACT);
     json_decref(doc);
     return serve_reply_json(c, 200, s);
@@ -400,7 +403,10 @@ int serve_run(serve_engine *e, const serve_opts *o) {
     block_signals(&set);
     serve_sched_opts so = {.max_active = o->max_active,
                            .prefill_chunk = o->prefill_chunk,
-                           .cache_budget = o->cache_budget};
+                           .cache_budget = o->cache_budget,
+                           .max_queue = o->max_queue,
+                           .max_batch = o->max_batch,
+                           .max_step_tokens = o->max_step_tokens};
     srv.sched = serve_sched_new(e, &so);
     if (!srv.sched) return -1;
     int port = 0;

@@ -96,6 +96,19 @@ static enum MHD_Result unavailable(serve_conn *c) {
     return serve_reply_err(c, &e);
 }
 
+/* The prompt-cache scope of a request: the bearer token it presented and its
+ * cache_salt, length-prefixed so that no two (key, salt) pairs collide. */
+static char *serve_cache_scope(serve_conn *c, const serve_req *q, size_t *len) {
+    const char *h = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Authorization");
+    size_t hn = h ? strlen(h) : 0, sn = q->cache_salt ? q->cache_salt_len : 0;
+    char *s = k3_xmalloc(hn + sn + 24);
+    int p = snprintf(s, 24, "%zu:", hn);
+    memcpy(s + p, h ? h : "", hn);
+    memcpy(s + p + hn, q->cache_salt ? q->cache_salt : "", sn);
+    *len = (size_t)p + hn + sn;
+    return s;
+}
+
 /* Request → job with prompt (and forced) ids. NULL + *e on a bad request. */
 static serve_job *make_job(serve_conn *c, serve_kind kind, serve_err *e) {
     serve_server *srv = c->srv;
@@ -109,6 +122,7 @@ static serve_job *make_job(serve_conn *c, serve_kind kind, serve_err *e) {
         return NULL;
     }
     if (srv->o->timeout_s > 0) j->deadline = k3_now() + srv->o->timeout_s;
+    j->cache_scope = serve_cache_scope(c, &j->req, &j->cache_scope_len);
     return j;
 }
 
@@ -117,7 +131,13 @@ enum MHD_Result serve_handle_generate(serve_conn *c, serve_kind kind) {
     serve_err e;
     serve_job *j = make_job(c, kind, &e);
     if (!j) return serve_reply_err(c, &e);
-    if (serve_sched_submit(c->srv->sched, j)) {
+    int rc = serve_sched_submit(c->srv->sched, j);
+    if (rc == -2) { /* the queue is full */
+        serve_job_release(j);
+        serve_err_set(&e, 429, "rate_limit_exceeded", NULL, "queue_full", "%s", k3_errmsg());
+        return serve_reply_err(c, &e);
+    }
+    if (rc) {
         serve_job_release(j);
         return unavailable(c);
     }

@@ -1,7 +1,9 @@
-/* pcache.c — prompt-cache snapshots with LRU eviction (pcache.h).
+/* pcache.c — prompt-cache snapshots in per-scope radix tries, LRU eviction (pcache.h).
  *
- * A handful of entries at most (each is a whole sequence state), so lookups
- * are a linear scan comparing id prefixes; the LRU order is a use counter. */
+ * A node sits at a token depth; the edge from its parent carries the ids in
+ * between. Nodes holding a snapshot are also listed in `snaps` (a handful:
+ * each is a whole sequence state), whose use counters give the LRU order.
+ * Evicting a snapshot prunes the nodes that no longer lead to one. */
 #include "serve/pcache.h"
 
 #include <pthread.h>
@@ -11,64 +13,179 @@
 #include "base/mem.h"
 #include "model/model.h"
 
-typedef struct {
-    int32_t *ids;
-    int64_t n;
-    k3_seq *seq;
+typedef struct node {
+    int32_t *lab; /* ids on the edge from the parent */
+    int64_t nlab, depth;
+    struct node *parent, **kid;
+    int nkid, capkid;
+    k3_seq *seq;   /* the snapshot at this depth, or NULL */
+    float *logits; /* with seq: the last token's logits, or NULL */
     size_t bytes;
     uint64_t last_use;
-} entry;
+    struct scope *sc;
+} node;
+
+typedef struct scope {
+    char *key;
+    size_t len;
+    node *root;
+    struct scope *next;
+} scope;
 
 struct serve_pcache {
     pthread_mutex_t mu; /* guards everything below (stats readers are other threads) */
-    entry *e;
-    int n, cap;
+    scope *scopes;
+    node **snaps; /* nodes holding a snapshot */
+    int n, cap, vocab;
     uint64_t clock;
     serve_pcache_stats st;
 };
 
-serve_pcache *serve_pcache_new(size_t budget_bytes) {
+serve_pcache *serve_pcache_new(size_t budget_bytes, int vocab) {
     serve_pcache *pc = k3_xcalloc(1, sizeof *pc);
     pthread_mutex_init(&pc->mu, NULL);
     pc->st.budget = budget_bytes;
+    pc->vocab = vocab;
     return pc;
 }
 
-static void drop(serve_pcache *pc, int i) {
-    pc->st.bytes -= pc->e[i].bytes;
-    k3_seq_free(pc->e[i].seq);
-    free(pc->e[i].ids);
-    pc->e[i] = pc->e[--pc->n];
-    pc->st.entries = pc->n;
+static void node_free(node *x) {
+    for (int i = 0; i < x->nkid; i++) node_free(x->kid[i]);
+    if (x->seq) k3_seq_free(x->seq);
+    free(x->logits);
+    free(x->kid);
+    free(x->lab);
+    free(x);
 }
 
 void serve_pcache_free(serve_pcache *pc) {
     if (!pc) return;
-    while (pc->n) drop(pc, pc->n - 1);
-    free(pc->e);
+    while (pc->scopes) {
+        scope *sc = pc->scopes;
+        pc->scopes = sc->next;
+        node_free(sc->root);
+        free(sc->key);
+        free(sc);
+    }
+    free(pc->snaps);
     pthread_mutex_destroy(&pc->mu);
     free(pc);
 }
 
-static int is_prefix(const entry *en, const int32_t *ids, int64_t n) {
-    return en->n < n && !memcmp(en->ids, ids, (size_t)en->n * sizeof *ids);
+static scope *find_scope(serve_pcache *pc, const char *key, size_t len, int create) {
+    for (scope *sc = pc->scopes; sc; sc = sc->next)
+        if (sc->len == len && (!len || !memcmp(sc->key, key, len))) return sc;
+    if (!create) return NULL;
+    scope *sc = k3_xcalloc(1, sizeof *sc);
+    sc->key = k3_xmalloc(len + 1);
+    if (len) memcpy(sc->key, key, len);
+    sc->len = len;
+    sc->root = k3_xcalloc(1, sizeof *sc->root);
+    sc->root->sc = sc;
+    sc->next = pc->scopes;
+    pc->scopes = sc;
+    pc->st.scopes++;
+    return sc;
 }
 
-k3_seq *serve_pcache_lookup(serve_pcache *pc, const int32_t *ids, int64_t n, int64_t *matched) {
+static void drop_scope(serve_pcache *pc, scope *sc) {
+    for (scope **p = &pc->scopes; *p; p = &(*p)->next)
+        if (*p == sc) {
+            *p = sc->next;
+            break;
+        }
+    node_free(sc->root);
+    free(sc->key);
+    free(sc);
+    pc->st.scopes--;
+}
+
+/* The child of x whose edge starts with id, or NULL. */
+static node *child(const node *x, int32_t id) {
+    for (int i = 0; i < x->nkid; i++)
+        if (x->kid[i]->lab[0] == id) return x->kid[i];
+    return NULL;
+}
+
+static void add_kid(node *x, node *k) {
+    if (x->nkid == x->capkid) {
+        x->capkid = x->capkid ? 2 * x->capkid : 2;
+        x->kid = k3_xrealloc(x->kid, sizeof *x->kid * (size_t)x->capkid);
+    }
+    x->kid[x->nkid++] = k;
+    k->parent = x;
+    k->sc = x->sc;
+}
+
+static void remove_kid(node *x, node *k) {
+    for (int i = 0; i < x->nkid; i++)
+        if (x->kid[i] == k) {
+            x->kid[i] = x->kid[--x->nkid];
+            return;
+        }
+}
+
+/* The node at depth n on the path of ids, created (splitting an edge) if needed. */
+static node *descend_create(node *x, const int32_t *ids, int64_t n) {
+    while (x->depth < n) {
+        node *k = child(x, ids[x->depth]);
+        if (!k) {
+            node *leaf = k3_xcalloc(1, sizeof *leaf);
+            leaf->nlab = n - x->depth;
+            leaf->lab = k3_xmalloc(sizeof *leaf->lab * (size_t)leaf->nlab);
+            memcpy(leaf->lab, ids + x->depth, sizeof *leaf->lab * (size_t)leaf->nlab);
+            leaf->depth = n;
+            add_kid(x, leaf);
+            return leaf;
+        }
+        int64_t m = 0, lim = n - x->depth < k->nlab ? n - x->depth : k->nlab;
+        while (m < lim && k->lab[m] == ids[x->depth + m]) m++;
+        if (m == k->nlab) {
+            x = k;
+            continue;
+        }
+        /* split k's edge after m ids: x -> mid -> k */
+        node *mid = k3_xcalloc(1, sizeof *mid);
+        mid->nlab = m;
+        mid->lab = k3_xmalloc(sizeof *mid->lab * (size_t)m);
+        memcpy(mid->lab, k->lab, sizeof *mid->lab * (size_t)m);
+        mid->depth = x->depth + m;
+        remove_kid(x, k);
+        add_kid(x, mid);
+        memmove(k->lab, k->lab + m, sizeof *k->lab * (size_t)(k->nlab - m));
+        k->nlab -= m;
+        add_kid(mid, k);
+        x = mid;
+    }
+    return x;
+}
+
+k3_seq *serve_pcache_lookup(serve_pcache *pc, const char *key, size_t key_len, const int32_t *ids,
+                            int64_t n, float *logits, int64_t *matched) {
     pthread_mutex_lock(&pc->mu);
     pc->st.lookups++;
-    int best = -1;
-    for (int i = 0; i < pc->n; i++)
-        if (is_prefix(&pc->e[i], ids, n) && (best < 0 || pc->e[i].n > pc->e[best].n)) best = i;
-    k3_seq *s = NULL;
     *matched = 0;
-    if (best >= 0) {
-        s = k3_seq_clone(pc->e[best].seq);
+    node *best = NULL, *x = NULL;
+    scope *sc = pc->st.budget ? find_scope(pc, key, key_len, 0) : NULL;
+    if (sc) x = sc->root;
+    while (x) {
+        if (x->seq && (x->depth < n || (x->depth == n && x->logits))) best = x;
+        if (x->depth >= n) break;
+        node *k = child(x, ids[x->depth]);
+        if (!k || x->depth + k->nlab > n ||
+            memcmp(k->lab, ids + x->depth, sizeof *ids * (size_t)k->nlab))
+            break;
+        x = k;
+    }
+    k3_seq *s = NULL;
+    if (best) {
+        s = k3_seq_clone(best->seq);
         if (s) {
-            pc->e[best].last_use = ++pc->clock;
-            *matched = pc->e[best].n;
+            best->last_use = ++pc->clock;
+            *matched = best->depth;
+            if (best->depth == n) memcpy(logits, best->logits, sizeof(float) * (size_t)pc->vocab);
             pc->st.hits++;
-            pc->st.tokens_reused += (uint64_t)pc->e[best].n;
+            pc->st.tokens_reused += (uint64_t)best->depth;
         } else {
             *matched = -1;
         }
@@ -77,10 +194,7 @@ k3_seq *serve_pcache_lookup(serve_pcache *pc, const int32_t *ids, int64_t n, int
     return s;
 }
 
-/* Bytes a sequence's caches hold: KDA conv + recurrent state, MLA latent
- * and rope-key rows at their allocated capacity. Read from the engine's
- * internal layout (model/model.h) until k3.h offers a k3_seq_bytes. */
-static size_t seq_bytes(const k3_seq *s) {
+size_t serve_pcache_seq_bytes(const k3_seq *s) {
     const k3_config *c = s->m->c;
     int64_t P = (int64_t)c->kda_heads * c->kda_head_dim, hd = c->kda_head_dim;
     int64_t rope = c->qk_rope_head_dim ? c->qk_rope_head_dim : 1;
@@ -95,46 +209,91 @@ static size_t seq_bytes(const k3_seq *s) {
     return sizeof *s + (size_t)c->num_hidden_layers * sizeof *s->lc + floats * sizeof(float);
 }
 
+/* Free x's snapshot; drop x and its ancestors while they lead to nothing. */
+static void unsnap(serve_pcache *pc, node *x) {
+    for (int i = 0; i < pc->n; i++)
+        if (pc->snaps[i] == x) {
+            pc->snaps[i] = pc->snaps[--pc->n];
+            break;
+        }
+    pc->st.bytes -= x->bytes;
+    pc->st.entries = pc->n;
+    k3_seq_free(x->seq);
+    free(x->logits);
+    x->seq = NULL;
+    x->logits = NULL;
+    x->bytes = 0;
+    scope *sc = x->sc;
+    while (x->parent && !x->seq && !x->nkid) {
+        node *p = x->parent;
+        remove_kid(p, x);
+        node_free(x);
+        x = p;
+    }
+    if (!sc->root->nkid && !sc->root->seq) drop_scope(pc, sc);
+}
+
 static void evict_to_fit(serve_pcache *pc, size_t need) {
     while (pc->n && pc->st.bytes + need > pc->st.budget) {
         int lru = 0;
         for (int i = 1; i < pc->n; i++)
-            if (pc->e[i].last_use < pc->e[lru].last_use) lru = i;
-        drop(pc, lru);
+            if (pc->snaps[i]->last_use < pc->snaps[lru]->last_use) lru = i;
+        unsnap(pc, pc->snaps[lru]);
         pc->st.evictions++;
     }
 }
 
-int serve_pcache_insert(serve_pcache *pc, const int32_t *ids, int64_t n, const k3_seq *seq) {
+int serve_pcache_insert(serve_pcache *pc, const char *key, size_t key_len, const int32_t *ids,
+                        int64_t n, const k3_seq *seq, const float *logits) {
     if (pc->st.budget == 0 || n <= 0) return 0;
-    k3_seq *snap = k3_seq_clone(seq);
-    if (!snap) return -1;
-    size_t bytes = seq_bytes(snap) + (size_t)n * sizeof *ids;
     pthread_mutex_lock(&pc->mu);
-    for (int i = 0; i < pc->n; i++)
-        if (pc->e[i].n == n && !memcmp(pc->e[i].ids, ids, (size_t)n * sizeof *ids)) {
-            drop(pc, i);
+    scope *sc = find_scope(pc, key, key_len, 0);
+    node *old = NULL;
+    for (node *x = sc ? sc->root : NULL; x;) { /* an existing snapshot of these ids? */
+        if (x->depth == n) {
+            old = x->seq ? x : NULL;
             break;
         }
+        node *k = child(x, ids[x->depth]);
+        if (!k || x->depth + k->nlab > n ||
+            memcmp(k->lab, ids + x->depth, sizeof *ids * (size_t)k->nlab))
+            break;
+        x = k;
+    }
+    if (old && (old->logits || !logits)) {
+        old->last_use = ++pc->clock; /* the same state: no second clone */
+        pthread_mutex_unlock(&pc->mu);
+        return 0;
+    }
+    if (old) unsnap(pc, old); /* replaced by one with logits */
+    pthread_mutex_unlock(&pc->mu);
+    k3_seq *snap = k3_seq_clone(seq); /* the copy happens outside the lock */
+    if (!snap) return -1;
+    size_t bytes = serve_pcache_seq_bytes(snap) + (size_t)n * sizeof *ids +
+                   (logits ? sizeof(float) * (size_t)pc->vocab : 0);
+    pthread_mutex_lock(&pc->mu);
     if (bytes > pc->st.budget) {
         pthread_mutex_unlock(&pc->mu);
         k3_seq_free(snap);
         return 0;
     }
     evict_to_fit(pc, bytes);
+    node *x = descend_create(find_scope(pc, key, key_len, 1)->root, ids, n);
+    x->seq = snap;
+    if (logits) {
+        x->logits = k3_xmalloc(sizeof(float) * (size_t)pc->vocab);
+        memcpy(x->logits, logits, sizeof(float) * (size_t)pc->vocab);
+    }
+    x->bytes = bytes;
+    x->last_use = ++pc->clock;
     if (pc->n == pc->cap) {
         pc->cap = pc->cap ? pc->cap * 2 : 8;
-        pc->e = k3_xrealloc(pc->e, (size_t)pc->cap * sizeof *pc->e);
+        pc->snaps = k3_xrealloc(pc->snaps, (size_t)pc->cap * sizeof *pc->snaps);
     }
-    entry *en = &pc->e[pc->n++];
-    en->ids = k3_xmalloc((size_t)n * sizeof *ids);
-    memcpy(en->ids, ids, (size_t)n * sizeof *ids);
-    en->n = n;
-    en->seq = snap;
-    en->bytes = bytes;
-    en->last_use = ++pc->clock;
+    pc->snaps[pc->n++] = x;
     pc->st.bytes += bytes;
     pc->st.entries = pc->n;
+    pc->st.snapshots++;
     pthread_mutex_unlock(&pc->mu);
     return 0;
 }

@@ -418,6 +418,15 @@ static int parse_output_options(serve_req *q, serve_err *err) {
     }
     if (get_int(q->root, "top_logprobs", 0, 20, &present, &v, err)) return -1;
     if (present) q->top_logprobs = (int)v;
+    json_t *salt = opt(q->root, "cache_salt"); /* prompt-cache scope (as in vLLM) */
+    if (salt) {
+        if (!json_is_string(salt)) return type_err(err, "cache_salt", "a string", salt);
+        if (!json_string_length(salt) || json_string_length(salt) > 1024)
+            return serve_err_set(err, 400, NULL, "cache_salt", "invalid_value",
+                                 "'cache_salt' must be a non-empty string of at most 1024 bytes.");
+        q->cache_salt = json_string_value(salt);
+        q->cache_salt_len = json_string_length(salt);
+    }
     return 0;
 }
 

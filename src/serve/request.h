@@ -72,6 +72,10 @@ typedef struct {
     int logprobs;      /* chat: logprobs true; completions: logprobs >= 1 */
     int top_logprobs;  /* 0..20 */
 
+    /* Prompt-cache scope beyond the API key (vLLM's cache_salt): borrowed, or NULL. */
+    const char *cache_salt;
+    size_t cache_salt_len;
+
     /* Test mode only: force the generated token ids (k3_test_force_tokens,
      * an array of ids) or the text whose tokenization is forced
      * (k3_test_force_text). Both still go through decode/parse/serialize. */

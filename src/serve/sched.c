@@ -1,11 +1,15 @@
-/* sched.c — the round-robin generation worker and job bookkeeping (sched.h).
+/* sched.c — the continuous-batching worker and job bookkeeping (sched.h).
  *
- * One worker thread owns the model. Each round it admits queued jobs (up to
- * max_active), then gives every active job one step: a prefill chunk while
- * its prompt is not consumed, else one decoded token. Prompt-cache
- * snapshots are taken after the prompt (a turn boundary) and after a turn
- * that ended on a stop token (prompt + answer, the stop token fed too), so a
- * conversation's next turn only prefills what the client added. */
+ * One worker thread owns the model. Each step it admits queued jobs (up to
+ * max_active), retires cancelled ones, starts new ones (prompt-cache lookup),
+ * then builds one k3_forward_batch: every decoding job's pending token
+ * (rotating which ones when there are more than max_batch), then prompt
+ * chunks of the prefilling jobs in arrival order within max_step_tokens.
+ * A chunk also ends at the next snapshot mark (end of a message in the
+ * rendered prompt), where the prompt cache takes a snapshot; the whole
+ * prompt is stored with its last logits, so an identical repeat prefills
+ * nothing. After a turn that ended on a stop token, prompt + answer + stop
+ * is stored too. */
 #include "serve/sched.h"
 
 #include <errno.h>
@@ -22,6 +26,9 @@
 #include "serve/engine.h"
 #include "serve/logprobs.h"
 #include "serve/pcache.h"
+#include "text/xtml.h"
+
+#include <jansson.h>
 
 struct serve_sched {
     serve_engine *eng;
@@ -32,10 +39,13 @@ struct serve_sched {
     pthread_cond_t cv;
     serve_job *queue_head, *queue_tail;
     int n_queued, stop;
-    serve_job **active; /* worker-private list */
+    serve_job **active; /* worker-private list, in arrival order */
     int n_active;
     serve_sched_stats st;
     unsigned long long seq_no;
+    int rr;               /* rotation of the decodes when more than max_batch */
+    k3_batch_item *items; /* one step's batch [max_batch] */
+    serve_job **item_job; /* and whose item each is */
 };
 
 /* ---------------- jobs ---------------- */
@@ -51,6 +61,8 @@ serve_job *serve_job_new(void) {
 
 static void job_free(serve_job *j) {
     serve_req_free(&j->req);
+    free(j->cache_scope);
+    free(j->marks);
     free(j->prompt);
     free(j->forced);
     free(j->out);
@@ -146,6 +158,8 @@ static void job_finish(serve_sched *s, serve_job *j, const char *finish, k3_buf 
     j->output_ready = 0;
     free(j->gen);
     j->gen = NULL;
+    free(j->marks);
+    j->marks = NULL;
     if (j->seq) k3_seq_free(j->seq);
     if (j->sampler) k3_sampler_free(j->sampler);
     k3_free(j->logits);
@@ -191,20 +205,37 @@ static k3_sampler *make_sampler(const serve_req *q, int vocab) {
     return k3_sampler_new(&p, vocab);
 }
 
+/* Snapshot marks: after every end-of-message token of the prompt (the end
+ * of the system prompt and of each message as rendered) beyond what the
+ * cache already gave, and the whole prompt. */
+static void set_marks(serve_sched *s, serve_job *j, int64_t matched) {
+    int32_t eom = s->eng->xtml.ctrl_id[K3_XC_EOM];
+    j->marks = k3_xmalloc(sizeof *j->marks * (size_t)(j->n_prompt + 1));
+    j->n_marks = j->next_mark = 0;
+    if (!s->o.cache_budget) return;
+    for (int64_t i = matched; i + 1 < j->n_prompt; i++)
+        if (j->prompt[i] == eom) j->marks[j->n_marks++] = i + 1;
+    j->marks[j->n_marks++] = j->n_prompt;
+}
+
 /* First step of a job: sequence (from the prompt cache when possible),
- * sampler, output pipeline, the stream's role chunk. */
+ * sampler, output pipeline, the stream's role chunk. A whole-prompt hit
+ * brings the prompt's last logits: the job decodes at once. */
 static int job_start(serve_sched *s, serve_job *j, k3_buf *b) {
     int64_t matched = 0;
-    j->seq = serve_pcache_lookup(s->cache, j->prompt, j->n_prompt, &matched);
+    j->logits = k3_alloc(sizeof(float) * (size_t)s->eng->vocab);
+    if (!j->logits) return k3_seterr("out of memory");
+    j->seq = serve_pcache_lookup(s->cache, j->cache_scope, j->cache_scope_len, j->prompt,
+                                 j->n_prompt, j->logits, &matched);
     if (matched < 0) return -1;
     if (!j->seq) j->seq = k3_seq_new(s->eng->model);
     if (!j->seq) return -1;
     j->n_fed = matched;
     j->usage.cached_tokens = (int)matched;
     j->usage.prompt_tokens = (int)j->n_prompt;
+    set_marks(s, j, matched);
     j->sampler = make_sampler(&j->req, s->eng->vocab);
-    j->logits = k3_alloc(sizeof(float) * (size_t)s->eng->vocab);
-    if (!j->sampler || !j->logits) return -1;
+    if (!j->sampler) return -1;
     for (int64_t i = 0; i < j->n_prompt; i++) k3_sampler_accept(j->sampler, j->prompt[i]);
     pthread_mutex_lock(&s->mu);
     unsigned long long no = ++s->seq_no;
@@ -212,19 +243,6 @@ static int job_start(serve_sched *s, serve_job *j, k3_buf *b) {
     if (serve_output_init(&j->output, s->eng, &j->req, j->prompt, j->n_prompt, no)) return -1;
     j->output_ready = 1;
     serve_output_begin(&j->output, b);
-    return 0;
-}
-
-static int prefill_step(serve_sched *s, serve_job *j) {
-    int64_t n = j->n_prompt - j->n_fed;
-    if (n > s->o.prefill_chunk) n = s->o.prefill_chunk;
-    int last = j->n_fed + n == j->n_prompt;
-    if (k3_forward(j->seq, j->prompt + j->n_fed, n, last ? j->logits : NULL, 0)) return -1;
-    j->n_fed += n;
-    j->n_prefilled += n;
-    stats_add(s, &s->st.prefill_tokens, (uint64_t)n);
-    if (last && serve_pcache_insert(s->cache, j->prompt, j->n_prompt, j->seq))
-        fprintf(stderr, "k3 serve: prompt cache snapshot skipped: %s\n", k3_errmsg());
     return 0;
 }
 
@@ -236,7 +254,7 @@ static void snapshot_turn(serve_sched *s, serve_job *j, int32_t stop_id, const i
     int32_t *ids = k3_xmalloc(sizeof *ids * (size_t)n);
     memcpy(ids, j->prompt, sizeof *ids * (size_t)j->n_prompt);
     memcpy(ids + j->n_prompt, gen, sizeof *ids * (size_t)j->n_gen);
-    serve_pcache_insert(s->cache, ids, n, j->seq);
+    serve_pcache_insert(s->cache, j->cache_scope, j->cache_scope_len, ids, n, j->seq, NULL);
     free(ids);
 }
 
@@ -246,8 +264,9 @@ static int32_t next_token(serve_sched *s, serve_job *j) {
     return k3_sampler_sample(j->sampler, j->logits);
 }
 
-/* One decoded token. Returns 1 when the job is finished (and released). */
-static int decode_step(serve_sched *s, serve_job *j, k3_buf *b) {
+/* j->logits are those of its last token: sample, emit, and either finish
+ * (returns 1, the job is released) or keep the token for the next step. */
+static int on_logits(serve_sched *s, serve_job *j, k3_buf *b) {
     int32_t id = next_token(s, j);
     if (j->n_gen == 0) j->t_first_token = k3_now();
     /* generated ids are kept for the end-of-turn snapshot */
@@ -272,45 +291,29 @@ static int decode_step(serve_sched *s, serve_job *j, k3_buf *b) {
         job_finish(s, j, "length", b);
         return 1;
     }
-    k3_sampler_accept(j->sampler, id);
-    if (k3_forward(j->seq, &id, 1, j->logits, 0)) {
+    if (id < 0 || id >= s->eng->vocab) { /* test mode can force one: fail this job alone */
+        k3_seterr("token id %d is out of range [0, %d)", id, s->eng->vocab);
         job_fail(s, j, b);
         return 1;
     }
-    stats_add(s, &s->st.decode_tokens, 1);
+    k3_sampler_accept(j->sampler, id);
+    j->pending = id;
+    j->decoding = 1;
     return 0;
 }
 
-/* One round for one job. Returns 1 when the job left the active set. */
-static int job_step(serve_sched *s, serve_job *j, k3_buf *b) {
-    if (job_cancelled(j)) {
-        /* a stream just ends; a waiting non-stream client (shutdown) gets a 503 */
-        j->output_ready = 0;
-        if (!j->req.stream) {
-            serve_err e;
-            serve_err_set(&e, 503, "server_error", NULL, "cancelled",
-                          "The request was cancelled (the server is shutting down).");
-            j->status = 503;
-            k3_buf_puts_free(b, serve_err_json(&e));
-        }
-        job_finish(s, j, "cancelled", b);
-        return 1;
+/* A cancelled job leaves: a stream just ends; a waiting non-stream client
+ * (shutdown) gets a 503. */
+static void job_cancel_now(serve_sched *s, serve_job *j, k3_buf *b) {
+    j->output_ready = 0;
+    if (!j->req.stream) {
+        serve_err e;
+        serve_err_set(&e, 503, "server_error", NULL, "cancelled",
+                      "The request was cancelled (the server is shutting down).");
+        j->status = 503;
+        k3_buf_puts_free(b, serve_err_json(&e));
     }
-    if (!j->seq) {
-        if (job_start(s, j, b)) {
-            job_fail(s, j, b);
-            return 1;
-        }
-        if (b->n) job_emit(j, b, 0);
-    }
-    if (j->n_fed < j->n_prompt) {
-        if (prefill_step(s, j)) {
-            job_fail(s, j, b);
-            return 1;
-        }
-        return 0;
-    }
-    return decode_step(s, j, b);
+    job_finish(s, j, "cancelled", b);
 }
 
 /* ---------------- the worker ---------------- */
@@ -337,16 +340,98 @@ static int admit(serve_sched *s, int *stopping) {
     return go;
 }
 
-/* Finish every cancelled job at once (not at its turn: a round can take a
- * while when many prompts are being prefilled); its slot becomes NULL. */
-static void retire_cancelled(serve_sched *s, k3_buf *b) {
+/* Retire cancelled jobs, start new ones (a whole-prompt cache hit decodes
+ * at once). Slots of jobs that left become NULL. */
+static void prepare(serve_sched *s, int stopping, k3_buf *b) {
     for (int i = 0; i < s->n_active; i++) {
         serve_job *j = s->active[i];
-        if (j && job_cancelled(j)) {
-            b->n = 0;
-            job_step(s, j, b); /* a cancelled job's step only releases it */
+        if (!j) continue;
+        b->n = 0;
+        if (stopping) serve_job_cancel(j);
+        if (job_cancelled(j)) {
+            job_cancel_now(s, j, b);
             s->active[i] = NULL;
+            continue;
         }
+        if (j->seq) continue;
+        if (job_start(s, j, b)) {
+            job_fail(s, j, b);
+            s->active[i] = NULL;
+            continue;
+        }
+        if (b->n) job_emit(j, b, 0);
+        if (j->n_fed == j->n_prompt && on_logits(s, j, b)) s->active[i] = NULL;
+    }
+}
+
+/* The next step's batch: decodes first (all of them when they fit; one
+ * token each), then prompt chunks in arrival order. While a prompt waits,
+ * one item and one token stay free for it, so prefills always advance. */
+static int build_batch(serve_sched *s) {
+    int nb = 0, max_b = s->o.max_batch;
+    int64_t tokens = 0, max_t = s->o.max_step_tokens;
+    int waiting = 0, ndec = 0;
+    for (int i = 0; i < s->n_active; i++)
+        if (s->active[i]) s->active[i]->decoding ? ndec++ : waiting++;
+    int dec_b = max_b - (waiting > 0), dec_t = (int)(max_t - (waiting > 0));
+    if (ndec > dec_b || ndec > dec_t) s->rr++;
+    for (int k = 0; k < s->n_active; k++) {
+        serve_job *j = s->active[(k + s->rr) % s->n_active];
+        if (!j || !j->decoding || nb >= dec_b || tokens >= dec_t) continue;
+        s->items[nb] = (k3_batch_item){j->seq, &j->pending, 1, j->logits};
+        s->item_job[nb++] = j;
+        tokens++;
+    }
+    for (int i = 0; i < s->n_active && nb < max_b && tokens < max_t; i++) {
+        serve_job *j = s->active[i];
+        if (!j || j->decoding) continue;
+        int64_t n = j->n_prompt - j->n_fed, room = max_t - tokens;
+        if (n > s->o.prefill_chunk) n = s->o.prefill_chunk;
+        if (n > room) n = room;
+        if (j->next_mark < j->n_marks && j->n_fed + n > j->marks[j->next_mark])
+            n = j->marks[j->next_mark] - j->n_fed; /* stop at the snapshot mark */
+        int last = j->n_fed + n == j->n_prompt;
+        s->items[nb] = (k3_batch_item){j->seq, j->prompt + j->n_fed, n, last ? j->logits : NULL};
+        s->item_job[nb++] = j;
+        tokens += n;
+    }
+    return nb;
+}
+
+/* After a step: advance prompts (snapshots at marks), sample decodes. */
+static void after_step(serve_sched *s, int nb, k3_buf *b) {
+    for (int k = 0; k < nb; k++) {
+        serve_job *j = s->item_job[k];
+        b->n = 0;
+        if (!j->decoding) {
+            int64_t n = s->items[k].n;
+            j->n_fed += n;
+            j->n_prefilled += n;
+            stats_add(s, &s->st.prefill_tokens, (uint64_t)n);
+            int last = j->n_fed == j->n_prompt;
+            if (j->next_mark < j->n_marks && j->marks[j->next_mark] == j->n_fed) {
+                j->next_mark++;
+                if (serve_pcache_insert(s->cache, j->cache_scope, j->cache_scope_len, j->prompt,
+                                        j->n_fed, j->seq, last ? j->logits : NULL))
+                    fprintf(stderr, "k3 serve: prompt cache snapshot skipped: %s\n", k3_errmsg());
+            }
+            if (!last) continue;
+        } else {
+            stats_add(s, &s->st.decode_tokens, 1);
+        }
+        if (on_logits(s, j, b))
+            for (int i = 0; i < s->n_active; i++)
+                if (s->active[i] == j) s->active[i] = NULL;
+    }
+}
+
+static void step_failed(serve_sched *s, int nb, k3_buf *b) {
+    for (int k = 0; k < nb; k++) {
+        serve_job *j = s->item_job[k];
+        b->n = 0;
+        for (int i = 0; i < s->n_active; i++)
+            if (s->active[i] == j) s->active[i] = NULL;
+        job_fail(s, j, b);
     }
 }
 
@@ -355,12 +440,18 @@ static void *worker_main(void *arg) {
     k3_buf b = {0};
     int stopping = 0;
     while (admit(s, &stopping)) {
-        for (int i = 0; i < s->n_active; i++) {
-            if (stopping && s->active[i]) serve_job_cancel(s->active[i]);
-            retire_cancelled(s, &b);
-            serve_job *j = s->active[i];
-            b.n = 0;
-            if (j && job_step(s, j, &b)) s->active[i] = NULL;
+        prepare(s, stopping, &b);
+        int nb = build_batch(s);
+        if (nb) {
+            pthread_mutex_lock(&s->mu);
+            s->st.steps++;
+            s->st.step_sequences += (uint64_t)nb;
+            if (nb > s->st.max_step_sequences) s->st.max_step_sequences = nb;
+            pthread_mutex_unlock(&s->mu);
+            if (k3_forward_batch(s->items, nb))
+                step_failed(s, nb, &b);
+            else
+                after_step(s, nb, &b);
         }
         int kept = 0;
         for (int i = 0; i < s->n_active; i++)
@@ -376,15 +467,23 @@ serve_sched *serve_sched_new(serve_engine *e, const serve_sched_opts *o) {
     s->eng = e;
     s->o = *o;
     if (s->o.max_active < 1) s->o.max_active = 1;
+    if (s->o.max_queue < 1) s->o.max_queue = 256;
+    if (s->o.max_batch < 1 || s->o.max_batch > s->o.max_active) s->o.max_batch = s->o.max_active;
+    if (s->o.max_step_tokens < 1) s->o.max_step_tokens = 512;
     if (s->o.prefill_chunk < 1) s->o.prefill_chunk = 64;
+    if (s->o.prefill_chunk > 512) s->o.prefill_chunk = 512; /* k3_forward_batch's limit */
     s->active = k3_xcalloc((size_t)s->o.max_active, sizeof *s->active);
-    s->cache = serve_pcache_new(o->cache_budget);
+    s->items = k3_xcalloc((size_t)s->o.max_batch, sizeof *s->items);
+    s->item_job = k3_xcalloc((size_t)s->o.max_batch, sizeof *s->item_job);
+    s->cache = serve_pcache_new(o->cache_budget, e->vocab);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     if (pthread_create(&s->thread, NULL, worker_main, s)) {
         k3_seterr("cannot start the scheduler thread");
         serve_pcache_free(s->cache);
         free(s->active);
+        free(s->items);
+        free(s->item_job);
         free(s);
         return NULL;
     }
@@ -407,6 +506,8 @@ void serve_sched_free(serve_sched *s) {
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     free(s->active);
+    free(s->items);
+    free(s->item_job);
     free(s);
 }
 
@@ -415,6 +516,13 @@ int serve_sched_submit(serve_sched *s, serve_job *j) {
     if (s->stop) {
         pthread_mutex_unlock(&s->mu);
         return k3_seterr("the server is shutting down");
+    }
+    if (s->n_queued >= s->o.max_queue) {
+        s->st.rejected_queue++;
+        pthread_mutex_unlock(&s->mu);
+        k3_seterr("%d requests are already waiting for a slot (--max-queue %d); retry later",
+                  s->n_queued, s->o.max_queue);
+        return -2;
     }
     pthread_mutex_lock(&j->mu);
     j->refs++;
@@ -442,6 +550,8 @@ serve_sched_stats serve_sched_get_stats(serve_sched *s) {
     st.cache_lookups = c.lookups;
     st.cache_tokens_reused = c.tokens_reused;
     st.cache_evictions = c.evictions;
+    st.cache_snapshots = c.snapshots;
+    st.cache_scopes = c.scopes;
     st.cache_entries = c.entries;
     st.cache_bytes = c.bytes;
     st.cache_budget = c.budget;
@@ -453,4 +563,11 @@ int serve_sched_busy(serve_sched *s) {
     int n = s->st.active + s->n_queued;
     pthread_mutex_unlock(&s->mu);
     return n;
+}
+
+json_t *serve_sched_stats_json(const serve_sched_stats *st) {
+    return json_pack("{s:I,s:I,s:i,s:I,s:I,s:I}", "steps", (json_int_t)st->steps, "step_sequences",
+                     (json_int_t)st->step_sequences, "max_step_sequences", st->max_step_sequences,
+                     "rejected_queue", (json_int_t)st->rejected_queue, "cache_snapshots",
+                     (json_int_t)st->cache_snapshots, "cache_scopes", (json_int_t)st->cache_scopes);
 }

@@ -1,15 +1,20 @@
-/* sched.h — the generation scheduler: one worker thread over one model.
+/* sched.h — the generation scheduler: continuous batching over one model.
  *
- * HTTP threads submit jobs (a tokenized prompt plus sampling options); the
- * worker runs all active jobs in turn — one prefill chunk or one decode
- * step per job per round — so concurrent requests share the model fairly
- * and a long prompt does not stall everyone else's stream.
+ * HTTP threads submit jobs (a tokenized prompt plus sampling options); one
+ * worker thread owns the model and runs steps of k3_forward_batch: every
+ * active decode brings its next token to each step, and prompts are fed in
+ * chunks that ride along in the same step (bounded by max_step_tokens and
+ * max_batch), so a new request's prefill does not stall the running streams
+ * and the weights are read once per step for all of them. A job that
+ * finishes or is cancelled leaves the batch before the next step. At most
+ * max_active jobs hold a sequence; up to max_queue more wait, and submit
+ * refuses beyond that (HTTP 429).
  *
  * A job's output (SSE chunks or the final JSON body) is appended to the
  * job's byte queue under its mutex; the connection thread waits on the
  * job's condition variable and drains the queue. A connection that goes
- * away calls serve_job_cancel(): the worker frees the job's sequence at its
- * next round (before any further compute on it).
+ * away calls serve_job_cancel(): the worker frees the job's sequence before
+ * its next step.
  *
  * Jobs are reference counted (submitter + worker); serve_job_release frees. */
 #ifndef K3_SERVE_SCHED_H
@@ -31,7 +36,9 @@ typedef struct serve_job {
     int64_t n_prompt;
     int32_t *forced; /* test mode: generated ids to force, or NULL */
     int64_t n_forced;
-    double deadline; /* k3_now() value after which the job is cut short (0 = none) */
+    double deadline;   /* k3_now() value after which the job is cut short (0 = none) */
+    char *cache_scope; /* prompt-cache scope (API key + cache_salt; malloc'd, may be NULL) */
+    size_t cache_scope_len;
 
     /* --- shared, under mu --- */
     pthread_mutex_t mu;
@@ -58,20 +65,34 @@ typedef struct serve_job {
     int32_t *gen;     /* generated ids */
     float *logits;
     int64_t n_gen;
-    int64_t n_fed; /* prompt tokens consumed by seq so far */
+    int64_t n_fed;   /* prompt tokens consumed by seq so far */
+    int32_t pending; /* decode: the sampled token the next step feeds */
+    int decoding;    /* the prompt is consumed: each step feeds `pending` */
+    int64_t *marks;  /* prompt positions after which a snapshot is taken (ascending) */
+    int n_marks, next_mark;
     struct serve_job *next;
 } serve_job;
 
 typedef struct {
-    int max_active;      /* jobs decoded concurrently; more wait in the queue */
-    int prefill_chunk;   /* prompt tokens fed per job per round */
+    int max_active;      /* jobs holding a sequence (decoding or prefilling); more queue */
+    int max_queue;       /* jobs waiting for a slot; submit refuses more (429). 0 = 256 */
+    int max_batch;       /* sequences per step (0 = max_active) */
+    int max_step_tokens; /* tokens per step, decodes + prefill chunks (0 = 512) */
+    int prefill_chunk;   /* prompt tokens of one job per step */
     size_t cache_budget; /* prompt-cache bytes (0 = off) */
 } serve_sched_opts;
 
+/* The counters /health (and /metrics) report: a copy taken under the locks. */
 typedef struct {
     int active, queued;
     uint64_t requests_done, prefill_tokens, decode_tokens;
+    uint64_t steps;          /* k3_forward_batch calls */
+    uint64_t step_sequences; /* sum over steps of the sequences in them */
+    int max_step_sequences;  /* the largest batch so far */
+    uint64_t rejected_queue; /* submits refused because the queue was full */
     uint64_t cache_hits, cache_lookups, cache_tokens_reused, cache_evictions;
+    uint64_t cache_snapshots; /* snapshots stored */
+    int cache_scopes;         /* key + salt scopes holding snapshots */
     int cache_entries;
     size_t cache_bytes, cache_budget;
 } serve_sched_stats;
@@ -86,7 +107,8 @@ void serve_sched_free(serve_sched *s);
 
 /* A job with refs = 1 (the caller's). Fill the input fields, then submit. */
 serve_job *serve_job_new(void);
-/* Hands a reference to the worker. Returns 0, or -1 if shutting down. */
+/* Hands a reference to the worker. Returns 0, -1 if shutting down, or -2 if
+ * max_queue jobs are already waiting (k3_errmsg says which). */
 int serve_sched_submit(serve_sched *s, serve_job *j);
 void serve_job_cancel(serve_job *j);
 void serve_job_retain(serve_job *j);
@@ -98,6 +120,10 @@ void serve_job_release(serve_job *j);
 int serve_job_take(serve_job *j, double timeout_s, char **buf, size_t *len);
 
 serve_sched_stats serve_sched_get_stats(serve_sched *s);
+/* The batching counters of st as a JSON object (new reference) for /health:
+ * steps, step_sequences, max_step_sequences, rejected_queue, snapshots. */
+struct json_t;
+struct json_t *serve_sched_stats_json(const serve_sched_stats *st);
 /* Jobs active or queued (graceful shutdown waits for 0). */
 int serve_sched_busy(serve_sched *s);
 

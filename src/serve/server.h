@@ -27,6 +27,9 @@ typedef struct {
     int prefill_chunk;       /* prompt tokens per scheduler round */
     size_t cache_budget;     /* prompt-cache bytes */
     int max_connections;
+    int max_queue;       /* requests waiting for a slot; more get 429 */
+    int max_batch;       /* sequences per batched step (0 = max_active) */
+    int max_step_tokens; /* tokens per batched step */
 } serve_opts;
 
 void serve_opts_default(serve_opts *o);
