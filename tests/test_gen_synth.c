@@ -100,6 +100,46 @@ TEST(bench_preset_is_the_bench_config) {
     json_decref(fx);
 }
 
+/* The real-slice presets equal the shared configs merged over tiny (what
+ * `--config ../shared/bench/k3-real-slice*-config.json` gives), and --vocab
+ * shrinks the vocabulary with the derived ids following it. */
+static void check_real_preset(const char *preset, const char *file) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/../bench/%s", t_fixtures(), file);
+    json_t *fx = json_load_file(path, 0, NULL);
+    k3_synth_opts o = {0};
+    json_t *cfg = k3_synth_config(preset, NULL, &o);
+    CHECK(cfg != NULL, "%s", k3_errmsg());
+    if (!cfg) return;
+    json_t *tc = json_object_get(cfg, "text_config");
+    CHECK(json_integer_value(json_object_get(tc, "hidden_size")) == 7168);
+    CHECK(json_integer_value(json_object_get(tc, "num_experts_per_token")) == 16);
+    if (fx) {
+        json_t *want = k3_synth_config(NULL, fx, &o);
+        CHECK(want && !json_diff(cfg, want, NULL, 0), "%s differs from %s", preset, path);
+        json_decref(want);
+    } else {
+        printf("  (no %s: comparing only the key sizes)\n", path);
+    }
+    json_decref(cfg);
+    json_decref(fx);
+}
+
+TEST(real_slice_presets_are_the_shared_configs) {
+    check_real_preset("real-slice", "k3-real-slice-config.json");
+    check_real_preset("real-slice-v32k", "k3-real-slice-v32k-config.json");
+    k3_synth_opts o = {.vocab = 4096};
+    json_t *cfg = k3_synth_config("real-slice", NULL, &o);
+    CHECK(json_integer_value(json_object_get(cfg, "vocab_size")) == 4096);
+    CHECK(json_integer_value(json_object_get(cfg, "bos_token_id")) == 4096 - 256);
+    CHECK(json_integer_value(json_object_get(cfg, "pad_token_id")) == 4095);
+    json_t *tc = json_object_get(cfg, "text_config");
+    CHECK(json_integer_value(json_object_get(tc, "vocab_size")) == 4096);
+    CHECK(json_integer_value(json_object_get(tc, "kv_lora_rank")) == 512);
+    json_decref(cfg);
+    CHECK(k3_synth_preset_known("real-slice-v32k") && !k3_synth_preset_known("real"));
+}
+
 TEST(user_config_overlays) {
     k3_synth_opts o = {.mxfp4 = 1};
     json_t *flat = json_pack("{sis{si}}", "hidden_size", 128, "linear_attn_config", "num_heads", 4);
@@ -246,6 +286,7 @@ int main(void) {
     if (!mkdtemp(tmp)) return 1;
     RUN(tiny_preset_is_the_fixture_config);
     RUN(bench_preset_is_the_bench_config);
+    RUN(real_slice_presets_are_the_shared_configs);
     RUN(user_config_overlays);
     RUN(layouts_match_the_fixtures);
     RUN(seeded_output_reproduces);

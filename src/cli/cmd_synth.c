@@ -9,15 +9,24 @@
 #include <string.h>
 
 static void synth_usage(FILE *f) {
-    fprintf(f, "usage: k3 synth --out DIR [--preset tiny|bench] [--config FILE.json] [--seed N]\n"
-               "                [--dtype bf16|f32] [--experts mxfp4] [--shard-mb N]\n"
+    fprintf(f, "usage: k3 synth --out DIR [--preset tiny|bench|real-slice|real-slice-v32k]\n"
+               "                [--config FILE.json] [--vocab N] [--seed N]\n"
+               "                [--dtype bf16|f32] [--experts mxfp4|dense] [--shard-mb N]\n"
                "\n"
                "Writes config.json, random weights (safetensors; sharded above --shard-mb,\n"
                "default 4096) and a tokenizer (tiktoken.model + tokenizer_config.json).\n"
                "  --preset tiny    the shape of the test fixtures (default)\n"
                "  --preset bench   hidden 1024, 8 layers, 64 experts top-8 (~267M parameters)\n"
+               "  --preset real-slice\n"
+               "                   K3 at its real per-layer shapes (hidden 7168, 96 heads,\n"
+               "                   dense MLP 33792, latent MoE 3584->3072, vocabulary 163840)\n"
+               "                   cut to 3 KDA + 1 MLA layers and 64 experts top-16; MXFP4\n"
+               "                   experts unless --experts dense (13.1 GB)\n"
+               "  --preset real-slice-v32k\n"
+               "                   the same with a 32768-token vocabulary (9.3 GB)\n"
                "  --config FILE    JSON merged over the preset: a config.json with text_config,\n"
                "                   or a flat text config\n"
+               "  --vocab N        vocabulary size N (257..16777216) over preset and config\n"
                "  --experts mxfp4  routed experts as compressed-tensors MXFP4\n");
 }
 
@@ -35,6 +44,7 @@ int cmd_synth(int argc, char **argv) {
     const char *out = NULL, *preset = NULL, *config = NULL;
     k3_synth_opts o = {.progress = 1};
     unsigned long long v;
+    int experts_set = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -71,6 +81,14 @@ int cmd_synth(int argc, char **argv) {
                 return 2;
             }
             o.mxfp4 = !strcmp(val, "mxfp4");
+            experts_set = 1;
+        } else if (!strcmp(a, "--vocab")) {
+            if (parse_u64(val, a, &v)) return 2;
+            if (v < 257 || v > (1u << 24)) {
+                fprintf(stderr, "k3 synth: --vocab must be in 257..16777216, got %s\n", val);
+                return 2;
+            }
+            o.vocab = (int64_t)v;
         } else {
             fprintf(stderr, "k3 synth: unknown option %s\n", a);
             synth_usage(stderr);
@@ -82,6 +100,15 @@ int cmd_synth(int argc, char **argv) {
         synth_usage(stderr);
         return 2;
     }
+    if (!k3_synth_preset_known(preset)) {
+        fprintf(stderr,
+                "k3 synth: unknown preset '%s' (expected tiny, bench, real-slice or "
+                "real-slice-v32k)\n",
+                preset);
+        return 2;
+    }
+    /* The release ships its routed experts as MXFP4; the real-shape presets follow it. */
+    if (preset && !strncmp(preset, "real-slice", 10) && !experts_set) o.mxfp4 = 1;
     json_t *user = NULL;
     if (config) {
         json_error_t e;

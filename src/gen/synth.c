@@ -47,11 +47,25 @@ static int put(synth *s, const char *name, const float *x, const int64_t *shape,
     return rc;
 }
 
-/* mean + scale * N(0, 1), shape [d0] or [d0, d1] or [d0, 1, d2] (ndim). */
+/* mean + scale * N(0, 1), shape [d0] or [d0, d1] or [d0, 1, d2] (ndim).
+ * BF16 tensors are rounded as they are drawn (the same values as rounding an
+ * f32 buffer afterwards), so a real-size embedding needs 2 bytes a value,
+ * not 6. */
 static int put_normal(synth *s, const char *name, const int64_t *shape, int ndim, double mean,
                       double scale, int force_f32) {
     int64_t n = 1;
     for (int i = 0; i < ndim; i++) n *= shape[i];
+    if (!force_f32 && !s->f32) {
+        char full[320];
+        cat(full, sizeof full, PREFIX, name);
+        s->values += (uint64_t)n;
+        uint16_t *b = k3_xmalloc((size_t)(n ? n : 1) * 2);
+        for (int64_t i = 0; i < n; i++)
+            b[i] = k3_f32_to_bf16((float)(mean + scale * k3_rng_normal(&s->rng)));
+        int rc = k3_stwd_add(s->w, full, "BF16", shape, ndim, b, (size_t)n * 2);
+        free(b);
+        return rc;
+    }
     float *x = k3_xmalloc((size_t)(n ? n : 1) * sizeof *x);
     for (int64_t i = 0; i < n; i++) x[i] = (float)(mean + scale * k3_rng_normal(&s->rng));
     int rc = put(s, name, x, shape, ndim, n, force_f32);

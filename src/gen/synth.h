@@ -30,12 +30,19 @@ typedef struct k3_synth_opts {
     int mxfp4;            /* routed experts as compressed-tensors MXFP4 */
     uint64_t shard_bytes; /* 0: 4 GiB per shard */
     int progress;         /* 1: one line per shard on stderr */
+    int64_t vocab;        /* > 0: vocab_size after the preset and the user's JSON */
 } k3_synth_opts;
 
 /* The text_config of the tiny preset (make_tiny.py TINY + EXTRA), a new reference. */
 json_t *k3_synth_tiny_text_config(void);
 
-/* A full config.json object: preset ("tiny", "bench" or NULL = tiny) with the
+/* 1 if preset is NULL or one of "tiny", "bench", "real-slice", "real-slice-v32k". */
+int k3_synth_preset_known(const char *preset);
+
+/* A full config.json object: preset ("tiny", "bench", "real-slice" = K3's
+ * real per-layer shapes cut to 4 layers and 64 experts top-16 (the shape of
+ * ../shared/bench/k3-real-slice-config.json), "real-slice-v32k" = the same
+ * with a 32768-token vocabulary, or NULL = tiny) with the
  * user's JSON deep-merged over its text_config (user may be NULL; a user
  * object with "text_config" contributes that, otherwise it is taken as a flat
  * text config). bos/eos/pad ids default to the tokenizer layout above.

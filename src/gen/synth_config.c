@@ -1,5 +1,6 @@
-/* synth_config.c — the config.json of a synthetic checkpoint: the tiny and
- * bench presets, merging the user's JSON over them, and the derived ids. */
+/* synth_config.c — the config.json of a synthetic checkpoint: the tiny,
+ * bench and real-slice presets, merging the user's JSON over them, and the
+ * derived ids. */
 #include "gen/synth.h"
 
 #include "base/err.h"
@@ -38,6 +39,23 @@ static const char bench_json[] =
     " \"v_head_dim\": 64, \"num_experts_per_token\": 8, \"routed_expert_hidden_size\": 512,"
     " \"attn_res_block_size\": 4,"
     " \"bos_token_id\": 16382, \"eos_token_id\": 16383, \"pad_token_id\": 16383}";
+
+/* ../shared/bench/k3-real-slice-config.json over the tiny preset: K3 at its
+ * real per-layer shapes (hidden 7168, 96 KDA and MLA heads, dense MLP 33792,
+ * latent MoE 3584 -> 3072 with 2 shared experts, vocabulary 163840), cut to
+ * 4 layers (3 KDA + 1 MLA) and 64 routed experts top-16. The bos/eos/pad ids
+ * are left to the derived defaults (163584 / 163586 / 163839 at this
+ * vocabulary, as in the shared file), so --vocab can shrink it. */
+static const char real_slice_json[] =
+    "{\"vocab_size\": 163840, \"hidden_size\": 7168, \"num_hidden_layers\": 4,"
+    " \"num_attention_heads\": 96, \"num_key_value_heads\": 96, \"intermediate_size\": 33792,"
+    " \"linear_attn_config\": {\"kda_layers\": [1, 2, 3], \"full_attn_layers\": [4],"
+    " \"num_heads\": 96, \"head_dim\": 128},"
+    " \"num_experts\": 64, \"num_experts_per_token\": 16, \"num_shared_experts\": 2,"
+    " \"moe_intermediate_size\": 3072, \"routed_expert_hidden_size\": 3584,"
+    " \"q_lora_rank\": 1536, \"kv_lora_rank\": 512, \"qk_nope_head_dim\": 128,"
+    " \"qk_rope_head_dim\": 64, \"v_head_dim\": 128, \"attn_res_block_size\": 12,"
+    " \"first_k_dense_replace\": 1, \"max_position_embeddings\": 1048576}";
 
 static json_t *parse_builtin(const char *text) {
     json_error_t e;
@@ -105,9 +123,15 @@ static json_t *wrap_config(json_t *tc, const k3_synth_opts *o) {
     return cfg;
 }
 
+int k3_synth_preset_known(const char *preset) {
+    return !preset || !strcmp(preset, "tiny") || !strcmp(preset, "bench") ||
+           !strcmp(preset, "real-slice") || !strcmp(preset, "real-slice-v32k");
+}
+
 json_t *k3_synth_config(const char *preset, const json_t *user, const k3_synth_opts *o) {
-    if (preset && strcmp(preset, "tiny") && strcmp(preset, "bench")) {
-        k3_seterr("unknown preset '%s' (expected tiny or bench)", preset);
+    if (!k3_synth_preset_known(preset)) {
+        k3_seterr("unknown preset '%s' (expected tiny, bench, real-slice or real-slice-v32k)",
+                  preset);
         return NULL;
     }
     if (user && !json_is_object(user)) {
@@ -120,11 +144,19 @@ json_t *k3_synth_config(const char *preset, const json_t *user, const k3_synth_o
         deep_merge(tc, b);
         json_decref(b);
     }
+    if (preset && !strncmp(preset, "real-slice", 10)) {
+        json_t *b = parse_builtin(real_slice_json);
+        deep_merge(tc, b);
+        json_decref(b);
+        if (!strcmp(preset, "real-slice-v32k"))
+            json_object_set_new(tc, "vocab_size", json_integer(32768));
+    }
     if (user) {
         json_t *ov = user_overlay(user);
         deep_merge(tc, ov);
         json_decref(ov);
     }
+    if (o && o->vocab) json_object_set_new(tc, "vocab_size", json_integer(o->vocab));
     json_t *v = json_object_get(tc, "vocab_size");
     if (!json_is_integer(v) || json_integer_value(v) < 257 || json_integer_value(v) > (1 << 24)) {
         json_decref(tc);

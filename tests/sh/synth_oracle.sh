@@ -63,6 +63,10 @@ echo '{"text_config": {"vocab_size": 1000, "hidden_size": 96, "num_hidden_layers
 variant odd_shapes --config "$T/odd.json" --seed 9
 check synth_sharded_has_index test -f "$T/tiny_f32_mxfp4_sharded/model.safetensors.index.json"
 check synth_rejects_bad_dtype bash -c "! '$K3' synth --out '$T/x' --dtype f8 2>'$T/err0' && grep -q 'bf16 or f32' '$T/err0'"
+variant tiny_vocab1200 --preset tiny --seed 10 --vocab 1200
+check synth_vocab_sets_config grep -q '"vocab_size": 1200' "$T/tiny_vocab1200/config.json"
+check synth_rejects_unknown_preset bash -c "! '$K3' synth --out '$T/p' --preset huge 2>'$T/errp' && grep -q real-slice '$T/errp'"
+check synth_rejects_tiny_vocab bash -c "! '$K3' synth --out '$T/v' --vocab 256 2>'$T/errv' && grep -q 257 '$T/errv'"
 echo '{"hidden_act": "gelu"}' >"$T/bad.json"
 check synth_rejects_bad_config bash -c "! '$K3' synth --out '$T/y' --config '$T/bad.json' 2>'$T/err' && grep -q hidden_act '$T/err'"
 echo '{"hidden_size": ' >"$T/broken.json"
