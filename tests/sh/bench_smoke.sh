@@ -24,6 +24,20 @@ else
     fail bench_model_json "$(tail -1 "$TMP/m.err")"
 fi
 
+# the roofline's working set is at least the bytes per token, and says what it was
+ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 >= b + 0 && a + 0 > 0) }'; }
+ws=$(field "$TMP/m.json" bandwidth_working_set_bytes)
+ge "${ws:-0}" "$(field "$TMP/m.json" active_bytes_per_token)" && [ "$(field "$TMP/m.json" bandwidth_over)" = buffer ] &&
+    pass bench_bw_working_set || fail bench_bw_working_set "ws=$ws $(cat "$TMP/m.json")"
+if "$K3" bench --model "$FIX/tiny-f32-sharded" -p 3 -n 2 --runs 1 --threads 2 --bw-over weights --json >"$TMP/w.json" 2>"$TMP/w.err" &&
+    [ "$(field "$TMP/w.json" bandwidth_over)" = "weight files" ] &&
+    ge "$(field "$TMP/w.json" bandwidth_working_set_bytes)" "$(field "$TMP/w.json" active_bytes_per_token)" &&
+    positive "$(field "$TMP/w.json" bandwidth_bytes_per_s)"; then
+    pass bench_bw_over_weight_files
+else
+    fail bench_bw_over_weight_files "$(cat "$TMP/w.json" "$TMP/w.err")"
+fi
+
 if "$K3" bench --model "$FIX/tiny-mxfp4" -p 3 -n 2 --runs 1 --quick >"$TMP/t.txt" 2>&1 &&
     grep -q '^roofline' "$TMP/t.txt" && grep -q '^decode' "$TMP/t.txt"; then
     pass bench_model_text
@@ -58,3 +72,4 @@ expect_error bad_threads "integer" --kernels --threads 0
 expect_error bad_p "integer" --model "$FIX/tiny-bf16" -p x
 expect_error missing_model "config.json" --model "$TMP/nope"
 expect_error unknown_opt "unknown" --frobnicate
+expect_error bad_bw_over "auto, buffer or weights" --model "$FIX/tiny-bf16" --bw-over disk
