@@ -17,8 +17,13 @@ static void serve_usage(FILE *f) {
            "OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
            "GET /v1/models, GET /health. Stops cleanly on SIGINT/SIGTERM.\n"
            "  --model DIR          checkpoint directory (default: the built-in random model)\n"
-           "  --name ID            model id clients send (default: the directory name)\n"
-           "  --host ADDR          bind address (default 127.0.0.1)\n"
+           "  --served-model-name ID  model id clients send (default: the directory name);\n"
+           "                       repeat for aliases (the first is reported); --name = same\n"
+           "  --host ADDR          bind address or host name (default 127.0.0.1)\n"
+           "  --ctx-size N         context length per request: prompt + reply tokens (default:\n"
+           "                       config.json max_position_embeddings); longer prompts get 400\n"
+           "  --cors-origin ORIGIN allow browser pages from ORIGIN (repeatable, or comma-\n"
+           "                       separated; '*' = any). Default: no cross-origin access\n"
            "  --port N             TCP port (default 8000; 0 = any free port, printed)\n"
            "  --api-key KEY        require 'Authorization: Bearer KEY' (default: env\n"
            "                       K3_API_KEY; none if unset)\n"
@@ -57,20 +62,54 @@ static int int_arg(const char *opt, const char *v, long long lo, long long hi, l
     return 0;
 }
 
+#define MAX_NAMES 16
+
 typedef struct {
-    const char *model, *name;
+    const char *model;
+    const char *names[MAX_NAMES]; /* --served-model-name / --name, in order */
+    int n_names;
+    const char *origins[MAX_NAMES];
+    int n_origins;
     int threads;
 } model_args;
 
+/* Append a repeatable option's value; a comma-separated list adds each item. */
+static int add_values(const char *opt, char *v, const char **list, int *n) {
+    for (char *save = NULL, *t = strtok_r(v, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        while (*t == ' ') t++;
+        if (!*t) continue;
+        if (*n == MAX_NAMES) {
+            fprintf(stderr, "k3 serve: at most %d %s values\n", MAX_NAMES, opt);
+            return -1;
+        }
+        list[(*n)++] = t;
+    }
+    return 0;
+}
+
 /* One option (with its value in v, may be NULL). Returns 1 if it took the
  * value, 0 if it is a flag, -1 on error. */
-static int parse_opt(const char *a, const char *v, serve_opts *o, model_args *m) {
+static int parse_opt(const char *a, char *v, serve_opts *o, model_args *m) {
     long long x = 0;
-    static const char *const with_value[] = {
-        "--model",          "--name",      "--host",          "--api-key",
-        "--port",           "--max-body",  "--max-tokens",    "--timeout",
-        "--shutdown-grace", "--parallel",  "--prefill-chunk", "--cache-mb",
-        "--threads",        "--max-queue", "--max-batch",     "--max-step-tokens"};
+    static const char *const with_value[] = {"--model",
+                                             "--name",
+                                             "--host",
+                                             "--api-key",
+                                             "--port",
+                                             "--max-body",
+                                             "--max-tokens",
+                                             "--timeout",
+                                             "--shutdown-grace",
+                                             "--parallel",
+                                             "--prefill-chunk",
+                                             "--cache-mb",
+                                             "--threads",
+                                             "--max-queue",
+                                             "--max-batch",
+                                             "--max-step-tokens",
+                                             "--served-model-name",
+                                             "--ctx-size",
+                                             "--cors-origin"};
     if (!strcmp(a, "--test-mode")) return o->test_mode = 1, 0;
     if (!strcmp(a, "--act-int8")) return k3_act_int8_set(1), 0;
     int known = 0;
@@ -86,9 +125,14 @@ static int parse_opt(const char *a, const char *v, serve_opts *o, model_args *m)
     }
     if (!strcmp(a, "--model"))
         m->model = v;
-    else if (!strcmp(a, "--name"))
-        m->name = v;
-    else if (!strcmp(a, "--host"))
+    else if (!strcmp(a, "--name") || !strcmp(a, "--served-model-name")) {
+        if (add_values(a, v, m->names, &m->n_names)) return -1;
+    } else if (!strcmp(a, "--cors-origin")) {
+        if (add_values(a, v, m->origins, &m->n_origins)) return -1;
+    } else if (!strcmp(a, "--ctx-size")) {
+        if (int_arg(a, v, 0, 1 << 30, &x)) return -1;
+        o->ctx_size = (int)x;
+    } else if (!strcmp(a, "--host"))
         o->host = v;
     else if (!strcmp(a, "--api-key"))
         o->api_key = v;
@@ -156,10 +200,14 @@ int cmd_serve(int argc, char **argv) {
         builtin = k3_builtin_model(&created);
         if (!builtin) k3_die("built-in model: %s", k3_errmsg());
         m.model = builtin;
-        if (!m.name) m.name = "k3-builtin-tiny";
+        if (!m.n_names) m.names[m.n_names++] = "k3-builtin-tiny";
     }
+    o.aliases = m.n_names > 1 ? m.names + 1 : NULL;
+    o.n_aliases = m.n_names > 1 ? m.n_names - 1 : 0;
+    o.cors_origins = m.origins;
+    o.n_cors_origins = m.n_origins;
     serve_engine e;
-    if (serve_engine_open(&e, m.model, m.name, m.threads)) {
+    if (serve_engine_open(&e, m.model, m.n_names ? m.names[0] : NULL, m.threads)) {
         fprintf(stderr, "k3 serve: %s\n", k3_errmsg());
         free(builtin);
         return 1;

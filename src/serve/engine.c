@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+#include <limits.h>
+
 #include "base/err.h"
 #include "base/utf8safe.h"
 #include "text/chat.h"
@@ -17,11 +20,27 @@ static void add_stop_id(serve_engine *e, int32_t id) {
 }
 
 static void default_name(char *out, size_t cap, const char *dir) {
+    char real[4096];
+    if (realpath(dir, real)) dir = real; /* "." or "models/k3/.." name the directory itself */
     size_t n = strlen(dir);
     while (n > 1 && dir[n - 1] == '/') n--; /* "models/k3/" names "k3" */
     size_t b = n;
     while (b > 0 && dir[b - 1] != '/') b--;
     snprintf(out, cap, "%.*s", (int)(n - b), dir + b);
+}
+
+/* config.json's max_position_embeddings (top level or text_config), 0 if absent. */
+static int train_context(const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    json_t *c = json_load_file(path, 0, NULL);
+    if (!c) return 0;
+    json_t *v = json_object_get(c, "max_position_embeddings");
+    if (!json_is_integer(v))
+        v = json_object_get(json_object_get(c, "text_config"), "max_position_embeddings");
+    json_int_t n = json_is_integer(v) ? json_integer_value(v) : 0;
+    json_decref(c);
+    return n > 0 && n < (1 << 30) ? (int)n : 0;
 }
 
 int serve_engine_open(serve_engine *e, const char *dir, const char *name, int threads) {
@@ -47,6 +66,7 @@ int serve_engine_open(serve_engine *e, const char *dir, const char *name, int th
         default_name(raw, sizeof raw, dir);
     /* the id goes into every JSON response: valid UTF-8, cut on a boundary */
     k3_utf8_escape(e->name, sizeof e->name, raw, strlen(raw), K3_UTF8_CTRL);
+    e->n_ctx_train = train_context(dir);
     return 0;
 }
 

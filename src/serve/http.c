@@ -6,6 +6,7 @@
  * check, the body limit (413), the per-request log line and the
  * SIGINT/SIGTERM shutdown; http_gen.c answers the generation endpoints. */
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -44,7 +45,7 @@ void serve_opts_default(serve_opts *o) {
 
 /* No reply path hands MHD a NULL body: a body that could not be built (a
  * json_dumps failure) becomes a 500 with a fixed JSON error. */
-static enum MHD_Result reply(serve_conn *c, int status, const char *type, char *body) {
+enum MHD_Result serve_reply(serve_conn *c, int status, const char *type, char *body) {
     static const char oom[] = "{\"error\":{\"message\":\"out of memory\",\"type\":"
                               "\"server_error\",\"param\":null,\"code\":null}}";
     if (!body) {
@@ -60,6 +61,7 @@ static enum MHD_Result reply(serve_conn *c, int status, const char *type, char *
         return MHD_NO;
     }
     MHD_add_response_header(r, "Content-Type", type);
+    serve_add_cors(c, r);
     c->status = status;
     enum MHD_Result ok = MHD_queue_response(c->conn, (unsigned)status, r);
     MHD_destroy_response(r);
@@ -67,7 +69,7 @@ static enum MHD_Result reply(serve_conn *c, int status, const char *type, char *
 }
 
 enum MHD_Result serve_reply_json(serve_conn *c, int status, char *body) {
-    return reply(c, status, "application/json", body);
+    return serve_reply(c, status, "application/json", body);
 }
 
 enum MHD_Result serve_reply_err(serve_conn *c, const serve_err *e) {
@@ -92,14 +94,26 @@ int serve_client_gone(struct MHD_Connection *conn) {
 
 /* ---------------- GET endpoints ---------------- */
 
-static json_t *model_object(const serve_conn *c) {
-    return json_pack("{s:s,s:s,s:I,s:s}", "id", c->srv->eng->name, "object", "model", "created",
-                     (json_int_t)c->srv->t_start, "owned_by", "k3");
+/* The context length requests are held to (0: unknown / unlimited). */
+int serve_ctx_size(const serve_server *srv) {
+    return srv->o->ctx_size > 0 ? srv->o->ctx_size : srv->eng->n_ctx_train;
+}
+
+static json_t *model_object(const serve_conn *c, const char *id) {
+    json_t *m = json_pack("{s:s,s:s,s:I,s:s,s:s}", "id", id, "object", "model", "created",
+                          (json_int_t)c->srv->t_start, "owned_by", "k3", "root", c->srv->eng->name);
+    int ctx = serve_ctx_size(c->srv);
+    if (ctx > 0) { /* vLLM's and OpenRouter/LM Studio's names for it */
+        json_object_set_new(m, "max_model_len", json_integer(ctx));
+        json_object_set_new(m, "context_length", json_integer(ctx));
+    }
+    return m;
 }
 
 /* GET /v1/models/{id} */
-static enum MHD_Result handle_model(serve_conn *c, const char *id) {
-    if (strcmp(id, c->srv->eng->name)) {
+static enum MHD_Result handle_model(serve_conn *c) {
+    const char *id = c->rest;
+    if (!serve_model_known(&c->srv->lim, id)) {
         serve_err e;
         char got[200], have[200]; /* clipped on character boundaries */
         k3_utf8_escape(got, sizeof got, id, strlen(id), 0);
@@ -108,14 +122,20 @@ static enum MHD_Result handle_model(serve_conn *c, const char *id) {
                       "The model '%s' does not exist (this server serves '%s').", got, have);
         return serve_reply_err(c, &e);
     }
-    json_t *m = model_object(c);
+    json_t *m = model_object(c, id);
     char *s = json_dumps(m, JSON_COMPACT);
     json_decref(m);
     return serve_reply_json(c, 200, s);
 }
 
+/* Every served id (the name, then the aliases) as a model object. */
 static enum MHD_Result handle_models(serve_conn *c) {
-    json_t *doc = json_pack("{s:s,s:[o]}", "object", "list", "data", model_object(c));
+    json_t *data = json_array();
+    json_array_append_new(data, model_object(c, c->srv->eng->name));
+    for (int i = 0; i < c->srv->o->n_aliases; i++)
+        if (strcmp(c->srv->o->aliases[i], c->srv->eng->name))
+            json_array_append_new(data, model_object(c, c->srv->o->aliases[i]));
+    json_t *doc = json_pack("{s:s,s:o}", "object", "list", "data", data);
     char *s = json_dumps(doc, JSON_COMPACT);
     json_decref(doc);
     return serve_reply_json(c, 200, s);
@@ -141,52 +161,152 @@ static enum MHD_Result handle_health(serve_conn *c) {
     return serve_reply_json(c, 200, s);
 }
 
+static enum MHD_Result handle_chat(serve_conn *c) {
+    return serve_handle_generate(c, SERVE_CHAT);
+}
+static enum MHD_Result handle_completions(serve_conn *c) {
+    return serve_handle_generate(c, SERVE_COMPLETION);
+}
+
 /* ---------------- routing ---------------- */
 
-static int auth_ok(serve_conn *c) {
-    const char *key = c->srv->o->api_key;
-    if (!key || !*key) return 1;
-    const char *h = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Authorization");
-    if (!h || strncasecmp(h, "Bearer ", 7)) return 0;
-    h += 7;
+/* One row per endpoint. A path given with the /v1 prefix also answers
+ * without it (and one without, with it): /v1/models == /models. `open`:
+ * no API key needed. `prefix`: the path is a prefix, the rest (non-empty)
+ * goes to c->rest. */
+static const serve_route ROUTES[] = {
+    {"/health", SERVE_GET, 0, 1, handle_health},
+    {"/metrics", SERVE_GET, 0, 0, serve_handle_metrics},
+    {"/props", SERVE_GET, 0, 0, serve_handle_props},
+    {"/tokenize", SERVE_POST, 0, 0, serve_handle_tokenize},
+    {"/detokenize", SERVE_POST, 0, 0, serve_handle_detokenize},
+    {"/v1/models", SERVE_GET, 0, 0, handle_models},
+    {"/v1/models/", SERVE_GET, 1, 0, handle_model},
+    {"/v1/chat/completions", SERVE_POST, 0, 0, handle_chat},
+    {"/v1/completions", SERVE_POST, 0, 0, handle_completions},
+};
+
+/* The path with a leading "/v1" dropped ("/v1/models" -> "/models"). */
+static const char *unversioned(const char *p) {
+    return !strncmp(p, "/v1/", 4) ? p + 3 : p;
+}
+
+static const serve_route *find_route(const char *path, const char **rest) {
+    const char *p = unversioned(path);
+    for (size_t i = 0; i < sizeof ROUTES / sizeof *ROUTES; i++) {
+        const char *r = unversioned(ROUTES[i].path);
+        size_t n = strlen(r);
+        if (ROUTES[i].prefix ? !strncmp(p, r, n) && p[n] : !strcmp(p, r)) {
+            *rest = p + n;
+            return &ROUTES[i];
+        }
+    }
+    *rest = "";
+    return NULL;
+}
+
+static int key_matches(const char *key, const char *h) {
     size_t n = strlen(key), m = strlen(h);
     unsigned diff = (unsigned)(n ^ m);
     for (size_t i = 0; i < n; i++) diff |= (unsigned char)key[i] ^ (unsigned char)h[i < m ? i : 0];
     return diff == 0; /* constant time in the key */
 }
 
-static enum MHD_Result route(serve_conn *c) {
-    int get = !strcmp(c->method, "GET"), post = !strcmp(c->method, "POST");
-    const char *p = c->url; /* raw; c->path is the escaped copy for messages */
-    if (!strcmp(p, "/health"))
-        return get ? handle_health(c)
-                   : reply_error(c, 405, NULL, "method_not_allowed", "Use GET /health.");
-    int is_chat = !strcmp(p, "/v1/chat/completions"), is_cmpl = !strcmp(p, "/v1/completions");
-    int is_models = !strcmp(p, "/v1/models");
-    if (!strncmp(p, "/v1/models/", 11) && p[11])
-        return get ? handle_model(c, p + 11)
-                   : reply_error(c, 405, NULL, "method_not_allowed", "Use GET /v1/models/{id}.");
-    if (!is_chat && !is_cmpl && !is_models) {
-        serve_err e;
-        serve_err_set(&e, 404, NULL, NULL, "not_found", "Unknown endpoint %s %s.", c->method,
-                      c->path);
-        return serve_reply_err(c, &e);
+/* Authorization: Bearer KEY, or x-api-key: KEY (Anthropic clients). */
+static int auth_ok(serve_conn *c) {
+    const char *key = c->srv->o->api_key;
+    if (!key || !*key) return 1;
+    const char *h = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Authorization");
+    if (h && !strncasecmp(h, "Bearer ", 7) && key_matches(key, h + 7)) return 1;
+    h = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "x-api-key");
+    return h && key_matches(key, h);
+}
+
+static enum MHD_Result reply_unauthorized(serve_conn *c) {
+    return reply_error(c, 401, NULL, "invalid_api_key",
+                       "Incorrect or missing API key: send 'Authorization: Bearer <key>' or "
+                       "'x-api-key: <key>'.");
+}
+
+int serve_origin_allowed(const serve_server *srv, const char *origin) {
+    if (!origin) return 0;
+    for (int i = 0; i < srv->o->n_cors_origins; i++)
+        if (!strcmp(srv->o->cors_origins[i], "*") || !strcmp(srv->o->cors_origins[i], origin))
+            return 1;
+    return 0;
+}
+
+void serve_add_cors(serve_conn *c, struct MHD_Response *r) {
+    if (!c->srv->o->n_cors_origins) return;
+    const char *origin = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Origin");
+    MHD_add_response_header(r, "Vary", "Origin");
+    if (!serve_origin_allowed(c->srv, origin)) return;
+    MHD_add_response_header(r, "Access-Control-Allow-Origin", origin);
+    MHD_add_response_header(r, "Access-Control-Expose-Headers", "Content-Type, Content-Length");
+}
+
+/* OPTIONS: a CORS preflight from an allowed origin gets 204 with the
+ * methods and headers it asked for; from another origin 403 (the browser
+ * then refuses the real request); a plain OPTIONS gets 204 + Allow. */
+static enum MHD_Result handle_options(serve_conn *c, const serve_route *rt) {
+    const char *origin = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Origin");
+    const char *want =
+        MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Access-Control-Request-Method");
+    const char *allow = rt->methods == SERVE_GET ? "GET, HEAD, OPTIONS" : "POST, OPTIONS";
+    if (origin && want && !serve_origin_allowed(c->srv, origin)) {
+        char msg[300];
+        snprintf(msg, sizeof msg,
+                 "Cross-origin requests from '%.200s' are not allowed (see --cors-origin).",
+                 origin);
+        return reply_error(c, 403, NULL, "origin_not_allowed", msg);
     }
-    if (!auth_ok(c))
-        return reply_error(c, 401, NULL, "invalid_api_key",
-                           "Incorrect or missing API key: send 'Authorization: Bearer <key>'.");
-    if (is_models)
-        return get ? handle_models(c)
-                   : reply_error(c, 405, NULL, "method_not_allowed", "Use GET /v1/models.");
-    if (!post)
-        return reply_error(c, 405, NULL, "method_not_allowed", "Use POST for this endpoint.");
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+    MHD_add_response_header(r, "Allow", allow);
+    if (origin && want) {
+        serve_add_cors(c, r);
+        MHD_add_response_header(r, "Access-Control-Allow-Methods", allow);
+        const char *hdrs =
+            MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Access-Control-Request-Headers");
+        MHD_add_response_header(r, "Access-Control-Allow-Headers",
+                                hdrs && *hdrs ? hdrs
+                                              : "Authorization, Content-Type, x-api-key, "
+                                                "anthropic-version");
+        MHD_add_response_header(r, "Access-Control-Max-Age", "600");
+    }
+    c->status = 204;
+    enum MHD_Result ok = MHD_queue_response(c->conn, 204, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+static unsigned method_bit(const char *m) {
+    if (!strcmp(m, "GET") || !strcmp(m, "HEAD")) return SERVE_GET; /* MHD drops HEAD bodies */
+    if (!strcmp(m, "POST")) return SERVE_POST;
+    return 0;
+}
+
+static enum MHD_Result route(serve_conn *c) {
+    const serve_route *rt = c->route;
+    if (!rt) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "Unknown endpoint %s %s.", c->method, c->path);
+        return reply_error(c, 404, NULL, "not_found", msg);
+    }
+    if (!strcmp(c->method, "OPTIONS")) return handle_options(c, rt);
+    if (!rt->open && !auth_ok(c)) return reply_unauthorized(c);
+    if (!(method_bit(c->method) & rt->methods)) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "Use %s %.150s.", rt->methods == SERVE_GET ? "GET" : "POST",
+                 c->path);
+        return reply_error(c, 405, NULL, "method_not_allowed", msg);
+    }
     if (c->too_big) {
         char msg[128];
         snprintf(msg, sizeof msg, "The request body exceeds the limit of %zu bytes.",
                  c->srv->o->max_body);
         return reply_error(c, 413, NULL, "request_too_large", msg);
     }
-    return serve_handle_generate(c, is_chat ? SERVE_CHAT : SERVE_COMPLETION);
+    return rt->fn(c);
 }
 
 /* A Content-Length above the limit is refused before the body is read. */
@@ -212,9 +332,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         c->url = k3_xstrdup(url);
         *con_cls = c;
         __atomic_add_fetch(&srv->inflight, 1, __ATOMIC_SEQ_CST);
-        if (!strncmp(url, "/v1/", 4) && !auth_ok(c)) /* before reading any body */
-            return reply_error(c, 401, NULL, "invalid_api_key",
-                               "Incorrect or missing API key: send 'Authorization: Bearer <key>'.");
+        c->route = find_route(c->url, &c->rest);
+        if (c->route && !c->route->open && strcmp(method, "OPTIONS") && !auth_ok(c))
+            return reply_unauthorized(c); /* before reading any body */
         if (!strcmp(method, "POST") && declared_too_big(c)) {
             c->too_big = 1;
             return route(c);
@@ -245,9 +365,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 /* ---------------- per-request log line ---------------- */
 
-static void log_request(const serve_conn *c) {
+static void log_request(serve_conn *c) {
     double dur = k3_now() - c->t0;
     const serve_job *j = c->job;
+    serve_metrics_request(&c->srv->metrics, c->route ? c->route->path : "unknown", c->status);
     if (!j) {
         fprintf(stderr, "k3 serve: %s %s %d %.1fms\n", c->method, c->path, c->status, dur * 1e3);
         return;
@@ -256,6 +377,10 @@ static void log_request(const serve_conn *c) {
     double gen_s =
         j->t_first_token > 0 && j->t_done > j->t_first_token ? j->t_done - j->t_first_token : 0;
     double tps = gen_s > 0 && j->n_gen > 1 ? (double)(j->n_gen - 1) / gen_s : 0;
+    if (j->done && j->status == 200)
+        serve_metrics_generation(&c->srv->metrics, j->usage.prompt_tokens, (int)j->n_gen,
+                                 j->usage.cached_tokens, ttft > 0 ? ttft / 1e3 : -1,
+                                 tps > 0 ? tps : -1, dur);
     fprintf(stderr,
             "k3 serve: %s %s %d prompt=%d cached=%d prefill=%lld completion=%lld "
             "ttft=%.1fms tok/s=%.1f total=%.1fms finish=%s%s\n",
@@ -302,21 +427,33 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 /* ---------------- daemon and shutdown ---------------- */
 
+/* A numeric address, or a host name resolved to its first address
+ * ("localhost" -> 127.0.0.1 or ::1). */
 static int make_addr(const char *host, int port, struct sockaddr_storage *ss) {
     memset(ss, 0, sizeof *ss);
-    struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
-    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
-    if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
-        a4->sin_family = AF_INET;
-        a4->sin_port = htons((uint16_t)port);
-        return AF_INET;
+    struct addrinfo hints = {
+        .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_ADDRCONFIG};
+    struct addrinfo *res = NULL;
+    int rc = getaddrinfo(host, NULL, &hints, &res);
+    if (rc == EAI_BADFLAGS || (rc && strcmp(host, "localhost") == 0)) {
+        hints.ai_flags = AI_PASSIVE; /* no configured address yet (containers): still try */
+        rc = getaddrinfo(host, NULL, &hints, &res);
     }
-    if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
-        a6->sin6_family = AF_INET6;
-        a6->sin6_port = htons((uint16_t)port);
-        return AF_INET6;
+    if (rc || !res)
+        return k3_seterr("--host '%s' is neither an IP address nor a name that resolves (%s)", host,
+                         gai_strerror(rc));
+    int fam = res->ai_family;
+    if (fam == AF_INET) {
+        memcpy(ss, res->ai_addr, sizeof(struct sockaddr_in));
+        ((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
+    } else if (fam == AF_INET6) {
+        memcpy(ss, res->ai_addr, sizeof(struct sockaddr_in6));
+        ((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
+    } else {
+        fam = k3_seterr("--host '%s' resolves to an unsupported address family", host);
     }
-    return k3_seterr("--host '%s' is not an IPv4 or IPv6 address", host);
+    freeaddrinfo(res);
+    return fam;
 }
 
 /* libmicrohttpd's own messages, prefixed; the one it prints for every
@@ -399,6 +536,9 @@ int serve_run(serve_engine *e, const serve_opts *o) {
     srv.lim.model_name = e->name;
     srv.lim.max_tokens_cap = o->max_tokens_cap;
     srv.lim.test_mode = o->test_mode;
+    srv.lim.aliases = o->aliases;
+    srv.lim.n_aliases = o->n_aliases;
+    serve_metrics_init(&srv.metrics);
     sigset_t set;
     block_signals(&set);
     serve_sched_opts so = {.max_active = o->max_active,
@@ -408,11 +548,15 @@ int serve_run(serve_engine *e, const serve_opts *o) {
                            .max_batch = o->max_batch,
                            .max_step_tokens = o->max_step_tokens};
     srv.sched = serve_sched_new(e, &so);
-    if (!srv.sched) return -1;
+    if (!srv.sched) {
+        serve_metrics_free(&srv.metrics);
+        return -1;
+    }
     int port = 0;
     struct MHD_Daemon *d = start_daemon(&srv, &port);
     if (!d) {
         serve_sched_free(srv.sched);
+        serve_metrics_free(&srv.metrics);
         return -1;
     }
     fprintf(stderr, "k3 serve: model %s, listening on http://%s:%d%s\n", e->name, o->host, port,
@@ -421,6 +565,7 @@ int serve_run(serve_engine *e, const serve_opts *o) {
     sigwait(&set, &sig);
     fprintf(stderr, "k3 serve: %s received, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     shutdown_server(&srv, d);
+    serve_metrics_free(&srv.metrics);
     fprintf(stderr, "k3 serve: stopped\n");
     return 0;
 }

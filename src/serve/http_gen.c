@@ -63,6 +63,7 @@ static enum MHD_Result reply_stream(serve_conn *c) {
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, x, stream_free);
     MHD_add_response_header(r, "Content-Type", "text/event-stream");
     MHD_add_response_header(r, "Cache-Control", "no-cache");
+    serve_add_cors(c, r);
     c->status = 200;
     enum MHD_Result ok = MHD_queue_response(c->conn, 200, r);
     MHD_destroy_response(r);
@@ -100,6 +101,7 @@ static enum MHD_Result unavailable(serve_conn *c) {
  * cache_salt, length-prefixed so that no two (key, salt) pairs collide. */
 static char *serve_cache_scope(serve_conn *c, const serve_req *q, size_t *len) {
     const char *h = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Authorization");
+    if (!h) h = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "x-api-key");
     size_t hn = h ? strlen(h) : 0, sn = q->cache_salt ? q->cache_salt_len : 0;
     char *s = k3_xmalloc(hn + sn + 24);
     int p = snprintf(s, 24, "%zu:", hn);
@@ -107,6 +109,18 @@ static char *serve_cache_scope(serve_conn *c, const serve_req *q, size_t *len) {
     memcpy(s + p + hn, q->cache_salt ? q->cache_salt : "", sn);
     *len = (size_t)p + hn + sn;
     return s;
+}
+
+int serve_fit_context(const serve_server *srv, int64_t n_prompt, int *max_tokens, serve_err *e) {
+    int ctx = serve_ctx_size(srv);
+    if (ctx <= 0) return 0;
+    if (n_prompt >= ctx)
+        return serve_err_set(e, 400, NULL, "messages", "context_length_exceeded",
+                             "This model's maximum context length is %d tokens, but the prompt "
+                             "has %lld tokens (no room for a reply). Shorten the input.",
+                             ctx, (long long)n_prompt);
+    if (*max_tokens > ctx - n_prompt) *max_tokens = (int)(ctx - n_prompt); /* ends with "length" */
+    return 0;
 }
 
 /* Request → job with prompt (and forced) ids. NULL + *e on a bad request. */
@@ -118,6 +132,10 @@ static serve_job *make_job(serve_conn *c, serve_kind kind, serve_err *e) {
     j->req = q;
     if (serve_engine_prompt(srv->eng, &j->req, &j->prompt, &j->n_prompt, e) ||
         serve_engine_forced(srv->eng, &j->req, &j->forced, &j->n_forced, e)) {
+        serve_job_release(j);
+        return NULL;
+    }
+    if (serve_fit_context(srv, j->n_prompt, &j->req.max_tokens, e)) {
         serve_job_release(j);
         return NULL;
     }

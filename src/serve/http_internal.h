@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "serve/engine.h"
+#include "serve/metrics.h"
 #include "serve/output.h"
 #include "serve/sched.h"
 #include "serve/server.h"
@@ -20,10 +21,22 @@ typedef struct {
     int closing;  /* shutdown began: generation requests get 503 (atomic) */
     int inflight; /* requests between first call and completion (atomic) */
     double t_start;
+    serve_metrics metrics;
 } serve_server;
 
-/* Per-connection request state (MHD's con_cls). */
+struct serve_conn;
+/* A routing-table row (http.c). */
+enum { SERVE_GET = 1, SERVE_POST = 2 };
 typedef struct {
+    const char *path;
+    unsigned methods; /* SERVE_GET (also HEAD) | SERVE_POST */
+    int prefix;       /* path is a prefix; the rest goes to serve_conn.rest */
+    int open;         /* no API key needed */
+    enum MHD_Result (*fn)(struct serve_conn *c);
+} serve_route;
+
+/* Per-connection request state (MHD's con_cls). */
+typedef struct serve_conn {
     serve_server *srv;
     struct MHD_Connection *conn;
     char method[16]; /* escaped copies (valid UTF-8, no control characters) */
@@ -34,14 +47,35 @@ typedef struct {
     size_t drained; /* bytes dropped after the body passed the limit */
     int status;     /* HTTP status sent, for the log line */
     double t0;
-    serve_job *job; /* generation requests */
+    serve_job *job;           /* generation requests */
+    const serve_route *route; /* NULL: unknown path */
+    const char *rest;         /* prefix routes: the path after the prefix */
 } serve_conn;
 
+/* Queue a response (takes ownership of body), with the CORS headers. */
+enum MHD_Result serve_reply(serve_conn *c, int status, const char *type, char *body);
 /* Queue a JSON response (takes ownership of body). */
 enum MHD_Result serve_reply_json(serve_conn *c, int status, char *body);
 enum MHD_Result serve_reply_err(serve_conn *c, const serve_err *e);
 /* 1 if the client closed its end of the connection. */
 int serve_client_gone(struct MHD_Connection *conn);
+
+/* 1 if --cors-origin allows this Origin header value ("*" allows any). */
+int serve_origin_allowed(const serve_server *srv, const char *origin);
+/* Access-Control-Allow-Origin etc. for an allowed Origin (no-op without --cors-origin). */
+void serve_add_cors(serve_conn *c, struct MHD_Response *r);
+/* --ctx-size, else the model's trained context; 0 = unlimited. */
+int serve_ctx_size(const serve_server *srv);
+
+/* 400 context_length_exceeded when the prompt fills the context; else
+ * clamps *max_tokens to the room left. 0 or -1 + *e. */
+int serve_fit_context(const serve_server *srv, int64_t n_prompt, int *max_tokens, serve_err *e);
+
+/* http_misc.c: GET /metrics, GET /props, POST /tokenize, POST /detokenize. */
+enum MHD_Result serve_handle_metrics(serve_conn *c);
+enum MHD_Result serve_handle_props(serve_conn *c);
+enum MHD_Result serve_handle_tokenize(serve_conn *c);
+enum MHD_Result serve_handle_detokenize(serve_conn *c);
 
 /* POST /v1/chat/completions and /v1/completions, body complete. */
 enum MHD_Result serve_handle_generate(serve_conn *c, serve_kind kind);

@@ -187,10 +187,16 @@ static int check_message(const json_t *m, size_t i, serve_err *err) {
     pname(p, sizeof p, "messages[%zu].role", i);
     if (!json_is_string(role)) return type_err(err, p, "a string", role ? role : json_null());
     const char *r = json_string_value(role);
+    if (!strcmp(r, "developer")) { /* OpenAI's newer name for system (the renderer knows system) */
+        json_object_set_new((json_t *)m, "role", json_string("system"));
+        r = "system";
+    }
     int is_asst = !strcmp(r, "assistant");
     if (strcmp(r, "system") && strcmp(r, "user") && !is_asst && strcmp(r, "tool"))
         return serve_err_set(err, 400, NULL, p, "invalid_value",
-                             "'%s' must be one of system, user, assistant, tool; got '%s'.", p, r);
+                             "'%s' must be one of system, developer, user, assistant, tool; got "
+                             "'%s'.",
+                             p, r);
     pname(p, sizeof p, "messages[%zu].content", i);
     if (check_content(json_object_get(m, "content"), p, is_asst, err)) return -1;
     static const char *str_fields[] = {"name", "tool_call_id", "reasoning_content", "reasoning"};
@@ -468,13 +474,20 @@ static int parse_model(serve_req *q, const serve_limits *lim, serve_err *err) {
     json_t *m = opt(q->root, "model");
     if (!m) return 0;
     if (!json_is_string(m)) return type_err(err, "model", "a string", m);
-    if (lim->model_name && strcmp(json_string_value(m), lim->model_name)) {
+    if (!serve_model_known(lim, json_string_value(m))) {
         char got[200], have[200]; /* clipped on character boundaries */
         k3_utf8_escape(got, sizeof got, json_string_value(m), json_string_length(m), 0);
         k3_utf8_escape(have, sizeof have, lim->model_name, strlen(lim->model_name), 0);
         return serve_err_set(err, 404, NULL, "model", "model_not_found",
                              "The model '%s' does not exist (this server serves '%s').", got, have);
     }
+    return 0;
+}
+
+int serve_model_known(const serve_limits *lim, const char *model) {
+    if (!lim->model_name || !strcmp(model, lim->model_name)) return 1;
+    for (int i = 0; i < lim->n_aliases; i++)
+        if (!strcmp(model, lim->aliases[i])) return 1;
     return 0;
 }
 

@@ -33,10 +33,15 @@ typedef struct {
 
 /* What the server accepts from this process's configuration. */
 typedef struct {
-    const char *model_name; /* the served model id; NULL accepts any "model" */
-    int max_tokens_cap;     /* requests asking for more are clamped to this */
-    int test_mode;          /* 1: honour the k3_test_force_* extension fields */
+    const char *model_name;     /* the served model id; NULL accepts any "model" */
+    int max_tokens_cap;         /* requests asking for more are clamped to this */
+    int test_mode;              /* 1: honour the k3_test_force_* extension fields */
+    const char *const *aliases; /* more accepted model ids */
+    int n_aliases;
 } serve_limits;
+
+/* 1 if `model` is the served model or one of its aliases (or no name is set). */
+int serve_model_known(const serve_limits *lim, const char *model);
 
 typedef struct {
     serve_kind kind;

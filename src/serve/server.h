@@ -6,7 +6,8 @@
  *
  * Endpoints: POST /v1/chat/completions, POST /v1/completions,
  * GET /v1/models, GET /health (never waits for generation; also the
- * scheduler and prompt-cache counters). See docs/serve.md. */
+ * scheduler and prompt-cache counters), /tokenize, /detokenize, /props,
+ * /metrics; every /v1 route also without the prefix. See docs/serve.md. */
 #ifndef K3_SERVE_SERVER_H
 #define K3_SERVE_SERVER_H
 
@@ -27,9 +28,14 @@ typedef struct {
     int prefill_chunk;       /* prompt tokens per scheduler round */
     size_t cache_budget;     /* prompt-cache bytes */
     int max_connections;
-    int max_queue;       /* requests waiting for a slot; more get 429 */
-    int max_batch;       /* sequences per batched step (0 = max_active) */
-    int max_step_tokens; /* tokens per batched step */
+    int max_queue;              /* requests waiting for a slot; more get 429 */
+    int max_batch;              /* sequences per batched step (0 = max_active) */
+    int max_step_tokens;        /* tokens per batched step */
+    const char *const *aliases; /* more model ids accepted (--served-model-name) */
+    int n_aliases;
+    const char *const *cors_origins; /* --cors-origin values ("*" = any); none: no CORS */
+    int n_cors_origins;
+    int ctx_size; /* prompt + generated tokens per request; 0: the model's (or unlimited) */
 } serve_opts;
 
 void serve_opts_default(serve_opts *o);

@@ -97,6 +97,15 @@ await run("openai_tools_stream", async () => {
         JSON.parse(calls[0].arguments).city === "Tokyo" && finish === "tool_calls", { calls, finish });
 });
 
+await run("openai_developer_role", async () => {
+  const r = await client.chat.completions.create({
+    model: "tiny", max_tokens: 50,
+    messages: [{ role: "developer", content: "Answer in one word." }, { role: "user", content: "Hi" }],
+    k3_test_force_text: `Short.${C}think${S}${O}response${S}Hello${END}`,
+  });
+  check("openai_developer_role", r.choices[0].message.content === "Hello", r.choices[0]);
+});
+
 await run("openai_bad_request", async () => {
   let err = null;
   try {

@@ -148,6 +148,6 @@ check serve_cli_unknown_option test $? = 2 -a -n "$(grep -- "unknown option '--b
 "$K3" serve --model "$T/no-such-model" --port 0 >"$T/cli" 2>&1
 check serve_cli_missing_model test $? = 1 -a -n "$(grep -- "no-such-model" "$T/cli")"
 "$K3" serve --host 999.1.2.3 --port 0 --model "$(serve_model)" >"$T/cli" 2>&1
-check serve_cli_bad_host test $? = 1 -a -n "$(grep -- "not an IPv4 or IPv6 address" "$T/cli")"
+check serve_cli_bad_host test $? = 1 -a -n "$(grep -- "--host '999.1.2.3' is neither" "$T/cli")"
 "$K3" serve --help >"$T/cli" 2>&1
 check serve_cli_help test $? = 0 -a -n "$(grep -- "--api-key" "$T/cli")"
