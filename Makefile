@@ -46,6 +46,9 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
+# `k3 --version` names the commit it was built from
+$(BUILD)/obj/src/cli/main.o: ALL_CFLAGS += -DK3_GIT='"$(shell git describe --always --dirty 2>/dev/null || echo unknown)"'
+
 $(BUILD)/libk3.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	@rm -f $@

@@ -43,6 +43,9 @@ void k3_model_free(k3_model *m);
 int k3_model_vocab(const k3_model *m);
 /* End-of-turn token id from config.json (K3: 163586), -1 if none. */
 int k3_model_eos(const k3_model *m);
+/* Every end-of-sequence id of config.json (eos_token_id may be a list); returns
+ * their count (0 if none) and points *ids at them. */
+int k3_model_eos_ids(const k3_model *m, const int **ids);
 int k3_model_bos(const k3_model *m);
 /* Bytes of weights mapped by this process, and bytes read per decoded token. */
 uint64_t k3_model_weight_bytes(const k3_model *m);

@@ -3,10 +3,13 @@
 #include "base/err.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 void *k3_alloc(size_t bytes) {
     void *p = NULL;
@@ -74,6 +77,51 @@ char *k3_read_file(const char *path, size_t *len_out) {
         k3_seterr("%s: read error", path);
         return NULL;
     }
+    buf[len] = 0;
+    if (len_out) *len_out = len;
+    return buf;
+}
+
+char *k3_read_regular_file(const char *path, size_t cap, size_t *len_out) {
+    /* O_NONBLOCK: opening a FIFO for reading must not wait for a writer */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        k3_seterr("%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        k3_seterr("%s: not a regular file", path);
+        return NULL;
+    }
+    if ((uint64_t)sb.st_size > cap) {
+        close(fd);
+        k3_seterr("%s: %lld bytes, more than the %zu MiB this file may have", path,
+                  (long long)sb.st_size, cap >> 20);
+        return NULL;
+    }
+    size_t want = (size_t)sb.st_size, len = 0;
+    char *buf = k3_xmalloc(want + 2);
+    for (;;) { /* read one byte past the stat size to notice a file that grew */
+        ssize_t r = read(fd, buf + len, want + 1 - len);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            k3_seterr("%s: read error: %s", path, strerror(errno));
+            close(fd);
+            free(buf);
+            return NULL;
+        }
+        if (r == 0) break;
+        len += (size_t)r;
+        if (len > want) {
+            close(fd);
+            free(buf);
+            k3_seterr("%s: the file grew while it was read", path);
+            return NULL;
+        }
+    }
+    close(fd);
     buf[len] = 0;
     if (len_out) *len_out = len;
     return buf;

@@ -19,6 +19,13 @@ char *k3_xstrdup(const char *s);
 
 /* Read a whole file into a NUL-terminated buffer. Returns NULL + k3_seterr naming the path. */
 char *k3_read_file(const char *path, size_t *len_out);
+/* The same for a file of a checkpoint or tokenizer: refuses anything that is not a
+ * regular file (a FIFO, a device such as /dev/zero: never blocks on open) and files
+ * larger than cap bytes. */
+char *k3_read_regular_file(const char *path, size_t cap, size_t *len_out);
+/* The cap for the JSON and tokenizer files of a checkpoint (K3's largest, the
+ * safetensors index, is a few MB). */
+#define K3_SMALL_FILE_MAX ((size_t)64 << 20)
 
 /* Peak resident set size of this process in bytes (VmHWM), 0 if unknown. */
 uint64_t k3_peak_rss(void);

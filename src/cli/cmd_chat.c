@@ -87,14 +87,25 @@ static int answer(chat *c, const char *user) {
         k3_ids_free(&ids);
         return -1;
     }
+    int64_t before = k3_seq_len(c->seq);
+    int ctx = c->o->ctx_size;
+    if (ctx && before + (int64_t)ids.n >= ctx) { /* no room for even one answer token */
+        printf("[the conversation would pass --ctx-size %d tokens (%lld + %zu); /clear starts "
+               "over]\n",
+               ctx, (long long)before, ids.n);
+        fflush(stdout);
+        k3_ids_free(&ids);
+        return 0;
+    }
     c->turn++;
     if (c->o->verbose) k3_print_ids(stderr, "prefill ids", ids.ids, ids.n);
-    int64_t before = k3_seq_len(c->seq);
     k3_gen_params gp = {.sp = c->o->sp,
                         .max_tokens = c->o->max_tokens,
                         .stops = c->o->stops,
                         .n_stops = c->o->n_stops,
                         .cancel = &interrupted};
+    if (ctx && gp.max_tokens > ctx - before - (int64_t)ids.n)
+        gp.max_tokens = (int)(ctx - before - (int64_t)ids.n);
     gp.sp.seed += (uint64_t)c->turn - 1; /* a fresh but reproducible stream per turn */
     k3_printer *pr = k3_printer_new(stdout, isatty(1), &c->s.x, initial);
     k3_gen_stats st;
@@ -191,5 +202,9 @@ int cmd_chat(int argc, char **argv) {
     if (c.seq) k3_seq_free(c.seq);
     k3_ids_free(&c.pending);
     k3_session_close(&c.s);
+    if (fflush(stdout) || ferror(stdout)) { /* a full disk, a closed pipe */
+        if (!rc) fprintf(stderr, "k3 chat: writing the output failed: %s\n", strerror(errno));
+        return 1;
+    }
     return rc ? 1 : 0;
 }

@@ -15,19 +15,38 @@
 #include "gen/printer.h"
 #include "gen/session.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t interrupted;
+static volatile sig_atomic_t interrupted, prefilling;
 
-/* First Ctrl-C: stop generating and still print the statistics; a second
- * one (default action restored) ends the process. */
+/* Ctrl-C during the prefill ends the process at once (exit 130: a long
+ * prompt would otherwise run to its end first). During decoding the first
+ * Ctrl-C stops generating and still prints the statistics (exit 130 too); a
+ * second one (default action restored) ends the process. */
 static void on_sigint(int sig) {
+    if (prefilling) {
+        static const char msg[] = "\n[k3] interrupted during the prompt\n";
+        ssize_t w = write(2, msg, sizeof msg - 1);
+        (void)w;
+        _exit(130);
+    }
     interrupted = 1;
     signal(sig, SIG_DFL);
+}
+
+/* The handler, and SIGINT unblocked: a Ctrl-C that came while it was blocked
+ * (or inherited blocked) is handled here, inside the prefill. */
+static void arm_sigint(void) {
+    signal(SIGINT, on_sigint);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
 }
 
 static const char *finish_name(k3_finish f) {
@@ -45,13 +64,25 @@ static const char *finish_name(k3_finish f) {
     }
 }
 
-/* Whole stdin as the prompt (--prompt -). */
-static char *read_stdin(void) {
+/* Whole stdin (--prompt -) or a file (-f) as the prompt; NULL + k3_errmsg. */
+static char *read_prompt(const char *path) {
+    FILE *f = path ? fopen(path, "rb") : stdin;
+    if (!f) {
+        k3_seterr("%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
     size_t cap = 4096, n = 0, r;
     char *buf = k3_xmalloc(cap);
-    while ((r = fread(buf + n, 1, cap - n - 1, stdin)) > 0) {
+    while ((r = fread(buf + n, 1, cap - n - 1, f)) > 0) {
         n += r;
         if (cap - n < 2) buf = k3_xrealloc(buf, cap *= 2);
+    }
+    int bad = ferror(f);
+    if (path) fclose(f);
+    if (bad) {
+        free(buf);
+        k3_seterr("%s: read error", path ? path : "stdin");
+        return NULL;
     }
     buf[n] = 0;
     return buf;
@@ -81,6 +112,11 @@ static int run(const k3_gen_opts *o, k3_session *s, const char *prompt) {
     k3_chan_state initial;
     if (k3_session_turn(s, o->system, prompt, 1, o->thinking, !o->chat_template, &ids, &initial))
         return -1;
+    if (o->ctx_size && ids.n > (size_t)o->ctx_size) {
+        k3_seterr("the prompt has %zu tokens, more than --ctx-size %d", ids.n, o->ctx_size);
+        k3_ids_free(&ids);
+        return -1;
+    }
     if (o->verbose) k3_print_ids(stderr, "prompt ids", ids.ids, ids.n);
     k3_seq *seq = k3_seq_new(s->m);
     if (!seq) {
@@ -91,13 +127,18 @@ static int run(const k3_gen_opts *o, k3_session *s, const char *prompt) {
                         .max_tokens = o->max_tokens,
                         .stops = o->stops,
                         .n_stops = o->n_stops,
-                        .cancel = &interrupted};
-    signal(SIGINT, on_sigint);
+                        .cancel = &interrupted,
+                        .prefilling = &prefilling};
+    if (o->ctx_size && gp.max_tokens > o->ctx_size - (int)ids.n)
+        gp.max_tokens = o->ctx_size - (int)ids.n;
     k3_printer *pr = k3_printer_new(stdout, isatty(1), &s->x, initial);
     printf("==========\n");
     fflush(stdout);
     k3_gen_stats st;
+    prefilling = 1; /* k3_generate clears it when the prompt is in the cache */
+    arm_sigint();
     int rc = k3_generate(s->m, seq, s->tok, ids.ids, ids.n, &gp, on_text, pr, &st);
+    prefilling = 0;
     k3_printer_finish(pr);
     if (!rc && st.finish == K3_FINISH_CANCELLED) printf("[stopped]\n");
     if (!rc) {
@@ -119,14 +160,25 @@ int cmd_generate(int argc, char **argv) {
     k3_gen_opts o;
     int prc = k3_gen_opts_parse(argc, argv, "generate", &o);
     if (prc) return prc == 1 ? 0 : 2;
-    char *stdin_prompt = NULL;
+    char *read_text = NULL;
     const char *prompt = o.prompt ? o.prompt : "Hello";
-    if (o.prompt && !strcmp(o.prompt, "-")) prompt = stdin_prompt = read_stdin();
+    if (o.prompt_file || (o.prompt && !strcmp(o.prompt, "-"))) {
+        prompt = read_text = read_prompt(o.prompt_file);
+        if (!read_text) {
+            fprintf(stderr, "k3 generate: %s\n", k3_errmsg());
+            return 1;
+        }
+    }
     k3_session s;
     int rc = k3_session_open(&s, &o, stdout);
     if (!rc) rc = run(&o, &s, prompt);
     if (rc) fprintf(stderr, "k3 generate: %s\n", k3_errmsg());
     k3_session_close(&s);
-    free(stdin_prompt);
-    return rc ? 1 : 0;
+    free(read_text);
+    /* output that could not be written (a full disk, a closed pipe) is a failure */
+    if (fflush(stdout) || ferror(stdout)) {
+        if (!rc) fprintf(stderr, "k3 generate: writing the output failed: %s\n", strerror(errno));
+        return 1;
+    }
+    return rc ? 1 : interrupted ? 130 : 0;
 }

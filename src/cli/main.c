@@ -30,6 +30,11 @@ static void usage(FILE *f) {
     fprintf(f, "usage: k3 COMMAND [options]   (k3 COMMAND --help for details)\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].help);
+    fprintf(f, "\noptions every command takes:\n"
+               "  --byte-tokenizer  use a byte-level tokenizer (one id per byte) for a test\n"
+               "                    checkpoint without tiktoken.model\n"
+               "  --version         print the version\n"
+               "Flags may be spelled with underscores (--max_tokens = --max-tokens).\n");
 }
 
 /* `k3 serve` shares the cores between HTTP threads and the model's OpenMP
@@ -43,7 +48,37 @@ static void serve_prefers_passive_waits(int argc, char **argv) {
     execv("/proc/self/exe", argv); /* returns only on failure: run on with spinning */
 }
 
+#ifndef K3_GIT
+#define K3_GIT "unknown"
+#endif
+
+/* What every command shares: "--max_tokens" is "--max-tokens" (mlx_lm and
+ * llama.cpp users type both), and --byte-tokenizer is taken out of argv and
+ * becomes K3_BYTE_TOKENIZER=1 (read where a tokenizer is opened). Only the
+ * flag name is rewritten, never a value after '='. */
+static int common_flags(int argc, char **argv) {
+    int out = 0;
+    for (int i = 0; i < argc; i++) {
+        char *a = argv[i];
+        if (a[0] == '-' && a[1] == '-' && a[2] && i > 0)
+            for (char *p = a + 2; *p && *p != '='; p++)
+                if (*p == '_') *p = '-';
+        if (i > 1 && !strcmp(a, "--byte-tokenizer")) {
+            setenv("K3_BYTE_TOKENIZER", "1", 1);
+            continue;
+        }
+        argv[out++] = a;
+    }
+    argv[out] = NULL;
+    return out;
+}
+
 int main(int argc, char **argv) {
+    argc = common_flags(argc, argv);
+    if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version"))) {
+        printf("k3 0.1 (git %s)\n", K3_GIT);
+        return 0;
+    }
     serve_prefers_passive_waits(argc, argv);
     int follower = k3_dist_main(argc, argv); /* under mpirun: ranks > 0 follow rank 0 */
     if (follower >= 0) return follower;
@@ -53,7 +88,6 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "k3: unknown command '%s'\n", argv[1]);
-    usage(stderr);
+    fprintf(stderr, "k3: unknown command '%s' (k3 --help lists the commands)\n", argv[1]);
     return 2;
 }

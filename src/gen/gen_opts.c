@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void k3_gen_opts_usage(FILE *f, const char *cmd) {
     int gen = !strcmp(cmd, "generate");
@@ -14,26 +15,35 @@ void k3_gen_opts_usage(FILE *f, const char *cmd) {
     fprintf(f, "  --model DIR                  checkpoint directory (default: the built-in tiny\n"
                "                               model with random weights)\n");
     if (gen)
-        fprintf(
-            f, "  -p, --prompt TEXT            the prompt; '-' reads stdin (default: \"Hello\")\n");
+        fprintf(f,
+                "  -p, --prompt TEXT            the prompt; '-' reads stdin (default: \"Hello\")\n"
+                "  -f, --file FILE              the prompt is the text of FILE\n");
     fprintf(f,
-            "  -m, --max-tokens N           tokens to generate (default 256)\n"
+            "  -m, -n, --max-tokens N       tokens to generate (default 256)\n"
+            "  -c, --ctx-size N             prompt + answer tokens at most (default: no limit)\n"
             "  --temp T                     temperature; 0 = greedy (default 0)\n"
             "  --top-p P                    nucleus sampling mass (default 1 = off)\n"
             "  --top-k K                    keep the K most likely tokens (default 0 = off)\n"
             "  --min-p P                    drop tokens below P x the top probability (0 = off)\n"
-            "  --repetition-penalty R       penalise recent tokens (default 1 = off)\n"
-            "  --repetition-context-size N  how many recent tokens (default 20)\n"
-            "  --seed N                     sampling seed (default 0)\n"
+            "  --repetition-penalty R       penalise recent tokens (default 1 = off;\n"
+            "                               also --repeat-penalty)\n"
+            "  --repetition-context-size N  how many recent tokens, 0..%d (default 20;\n"
+            "                               also --repeat-last-n)\n"
+            "  -s, --seed N                 sampling seed (default 0)\n"
             "  --stop STRING                stop when STRING appears (repeatable)\n"
-            "  --system TEXT                system message\n"
+            "  --system TEXT                system message (also --system-prompt)\n"
             "  --thinking on|off            open the think channel (default on)\n"
             "  --no-chat-template           %s\n"
-            "  --threads N                  worker threads (default: all cores)\n"
+            "  -t, --threads N              worker threads (default: all cores)\n"
+            "  --byte-tokenizer             one id per byte, for a test checkpoint without\n"
+            "                               tiktoken.model\n"
             "  --act-int8                   int8 activations for quantized decode (AVX-512\n"
             "                               VNNI; faster, lossy, off by default)\n"
-            "  --verbose                    token ids and prefill counts on stderr\n",
-            gen ? "use the prompt as raw text (control token spellings allowed)"
+            "  --verbose                    token ids and prefill counts on stderr\n"
+            "Underscores work as dashes (--max_tokens).\n",
+            K3_SAMPLER_MAX_REP_CONTEXT,
+            gen ? "use the prompt as raw text (control token spellings allowed;\n"
+                  "                               also --ignore-chat-template)"
                 : "(not available in chat)");
 }
 
@@ -69,18 +79,40 @@ static int to_u64(const char *s, uint64_t *out) {
     return 0;
 }
 
-/* Flags that take a value; returns 0, or 2 after an error message. */
+static int is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int is(const char *a, const char *x, const char *y) {
+    return !strcmp(a, x) || (y && !strcmp(a, y));
+}
+
+/* Flags that take a value; returns 0, -1 if a is not one, or 2 after an error message. */
 static int take_value(k3_gen_opts *o, const char *cmd, const char *a, const char *v) {
+    int gen = !strcmp(cmd, "generate");
     if (!strcmp(a, "--model"))
         o->model = v;
-    else if (!strcmp(a, "--prompt") || !strcmp(a, "-p"))
+    else if (gen && is(a, "--prompt", "-p"))
         o->prompt = v;
-    else if (!strcmp(a, "--system"))
+    else if (gen && is(a, "--file", "-f"))
+        o->prompt_file = v;
+    else if (is(a, "--system", "--system-prompt"))
         o->system = v;
-    else if (!strcmp(a, "-m") || !strcmp(a, "--max-tokens")) {
+    else if (is(a, "-m", NULL) && to_int(v, &o->max_tokens) && is_dir(v)) {
+        /* llama-cli's -m MODEL: unambiguous, since a directory is no token count */
+        fprintf(stderr,
+                "[k3] -m %s: taking the directory as --model (in k3, -m N is "
+                "--max-tokens)\n",
+                v);
+        o->model = v;
+        o->max_tokens = 256;
+    } else if (is(a, "-m", "--max-tokens") || is(a, "-n", "--n-predict")) {
         if (to_int(v, &o->max_tokens) || o->max_tokens < 0)
-            return bad(cmd, a, v, "an integer >= 0");
-    } else if (!strcmp(a, "--temp") || !strcmp(a, "--temperature")) {
+            return bad(cmd, a, v, "an integer >= 0 (the model directory is --model DIR)");
+    } else if (is(a, "-c", "--ctx-size")) {
+        if (to_int(v, &o->ctx_size) || o->ctx_size < 0) return bad(cmd, a, v, "an integer >= 0");
+    } else if (is(a, "--temp", "--temperature")) {
         if (to_float(v, &o->sp.temp)) return bad(cmd, a, v, "a number");
     } else if (!strcmp(a, "--top-p")) {
         if (to_float(v, &o->sp.top_p)) return bad(cmd, a, v, "a number");
@@ -88,13 +120,13 @@ static int take_value(k3_gen_opts *o, const char *cmd, const char *a, const char
         if (to_float(v, &o->sp.min_p)) return bad(cmd, a, v, "a number");
     } else if (!strcmp(a, "--top-k")) {
         if (to_int(v, &o->sp.top_k)) return bad(cmd, a, v, "an integer");
-    } else if (!strcmp(a, "--repetition-penalty")) {
+    } else if (is(a, "--repetition-penalty", "--repeat-penalty")) {
         if (to_float(v, &o->sp.rep_penalty)) return bad(cmd, a, v, "a number");
-    } else if (!strcmp(a, "--repetition-context-size")) {
+    } else if (is(a, "--repetition-context-size", "--repeat-last-n")) {
         if (to_int(v, &o->sp.rep_context)) return bad(cmd, a, v, "an integer");
-    } else if (!strcmp(a, "--seed")) {
+    } else if (is(a, "--seed", "-s")) {
         if (to_u64(v, &o->sp.seed)) return bad(cmd, a, v, "a non-negative integer");
-    } else if (!strcmp(a, "--threads")) {
+    } else if (is(a, "--threads", "-t")) {
         if (to_int(v, &o->threads) || o->threads < 0) return bad(cmd, a, v, "an integer >= 0");
     } else if (!strcmp(a, "--thinking")) {
         if (strcmp(v, "on") && strcmp(v, "off")) return bad(cmd, a, v, "on or off");
@@ -107,6 +139,40 @@ static int take_value(k3_gen_opts *o, const char *cmd, const char *a, const char
         return -1; /* not a value flag */
     }
     return 0;
+}
+
+static const char *const value_flags[] = {"--model",
+                                          "--prompt",
+                                          "-p",
+                                          "--file",
+                                          "-f",
+                                          "--system",
+                                          "--system-prompt",
+                                          "-m",
+                                          "--max-tokens",
+                                          "-n",
+                                          "--n-predict",
+                                          "-c",
+                                          "--ctx-size",
+                                          "--temp",
+                                          "--temperature",
+                                          "--top-p",
+                                          "--min-p",
+                                          "--top-k",
+                                          "--repetition-penalty",
+                                          "--repeat-penalty",
+                                          "--repetition-context-size",
+                                          "--repeat-last-n",
+                                          "--seed",
+                                          "-s",
+                                          "--threads",
+                                          "-t",
+                                          "--thinking",
+                                          "--stop"};
+
+static int unknown(const char *cmd, const char *a) {
+    fprintf(stderr, "k3 %s: unknown option '%s' (k3 %s --help lists the options)\n", cmd, a, cmd);
+    return 2;
 }
 
 int k3_gen_opts_parse(int argc, char **argv, const char *cmd, k3_gen_opts *o) {
@@ -134,28 +200,37 @@ int k3_gen_opts_parse(int argc, char **argv, const char *cmd, k3_gen_opts *o) {
             setenv("K3_ACT", "int8", 1);
             continue;
         }
-        if (!strcmp(a, "--no-chat-template") && gen) {
+        if (!strcmp(a, "--byte-tokenizer")) { /* (main.c takes it out of argv first) */
+            setenv("K3_BYTE_TOKENIZER", "1", 1);
+            continue;
+        }
+        if (gen && (!strcmp(a, "--no-chat-template") || !strcmp(a, "--ignore-chat-template"))) {
             o->chat_template = 0;
             continue;
         }
-        if (!gen && (!strcmp(a, "--prompt") || !strcmp(a, "-p"))) {
+        if (!gen && (is(a, "--prompt", "-p") || is(a, "--file", "-f"))) {
             fprintf(stderr,
-                    "k3 chat: --prompt is for k3 generate; chat reads its turns from stdin\n");
+                    "k3 chat: %s is for k3 generate; chat reads its turns from stdin "
+                    "(k3 chat < FILE)\n",
+                    a);
             return 2;
         }
+        int known = 0;
+        for (size_t k = 0; k < sizeof value_flags / sizeof value_flags[0]; k++)
+            known |= !strcmp(a, value_flags[k]);
+        if (!known) return unknown(cmd, a);
         if (i + 1 >= argc) {
-            fprintf(stderr, "k3 %s: %s: unknown flag or missing value\n", cmd, a);
-            k3_gen_opts_usage(stderr, cmd);
+            fprintf(stderr, "k3 %s: %s needs a value\n", cmd, a);
             return 2;
         }
         int rc = take_value(o, cmd, a, argv[i + 1]);
-        if (rc == -1) {
-            fprintf(stderr, "k3 %s: unknown flag %s\n", cmd, a);
-            k3_gen_opts_usage(stderr, cmd);
-            return 2;
-        }
+        if (rc == -1) return unknown(cmd, a);
         if (rc) return rc;
         i++;
+    }
+    if (gen && o->prompt && o->prompt_file) {
+        fprintf(stderr, "k3 generate: give the prompt with --prompt or --file, not both\n");
+        return 2;
     }
     if (k3_sampler_check(&o->sp)) {
         fprintf(stderr, "k3 %s: %s\n", cmd, k3_errmsg());

@@ -10,8 +10,10 @@
 #define K3_GEN_MAX_STOPS 16
 
 typedef struct k3_gen_opts {
-    const char *model;  /* NULL: the built-in random model */
-    const char *prompt; /* "-": read stdin; NULL: none given */
+    const char *model;       /* NULL: the built-in random model */
+    const char *prompt;      /* "-": read stdin; NULL: none given */
+    const char *prompt_file; /* -f/--file: the prompt is this file's text (generate) */
+    int ctx_size;            /* -c/--ctx-size: prompt + answer tokens at most (0 = no limit) */
     const char *system;
     int max_tokens;
     k3_sampler_params sp;
@@ -26,8 +28,13 @@ typedef struct k3_gen_opts {
 
 /* Parse argv[1..argc) for command `cmd` ("generate" / "chat"; chat has no
  * --prompt). Returns 0, 1 after printing --help, or 2 after printing an
- * error naming the flag. --act-int8 also sets K3_ACT=int8 in the environment,
- * which turns on the int8-activation path (kernels/matvec_i8.h) process-wide. */
+ * error naming the flag (one line; an unknown flag points at --help). The
+ * spellings of llama-cli and mlx_lm.generate are accepted too: -n, -t, -c /
+ * --ctx-size, -s, -f / --file, --system-prompt, --ignore-chat-template,
+ * --repeat-penalty, --repeat-last-n; -m DIR (llama-cli's model flag) is taken
+ * as --model when DIR is a directory, since k3's -m N is --max-tokens. --act-int8 also sets
+ * K3_ACT=int8 in the environment, which turns on the int8-activation path (kernels/matvec_i8.h)
+ * process-wide. */
 int k3_gen_opts_parse(int argc, char **argv, const char *cmd, k3_gen_opts *o);
 void k3_gen_opts_usage(FILE *f, const char *cmd);
 

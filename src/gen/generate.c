@@ -16,7 +16,9 @@ typedef struct {
     k3_detok *dt;
     k3_stopper *stop;
     float *logits;
-    int32_t stop_ids[2];
+    int32_t stop_ids[2]; /* <|end_of_msg|> (or -1) */
+    const int *eos;      /* the model's end-of-sequence ids (config eos_token_id) */
+    int n_eos;
     k3_gen_emit emit;
     void *ctx;
     k3_gen_stats *st;
@@ -31,6 +33,8 @@ void k3_gen_stats_free(k3_gen_stats *st) {
 static int is_stop_id(const gen_state *g, int32_t id) {
     for (int i = 0; i < 2; i++)
         if (g->stop_ids[i] >= 0 && id == g->stop_ids[i]) return 1;
+    for (int i = 0; i < g->n_eos; i++)
+        if (id == g->eos[i]) return 1;
     for (int i = 0; i < g->p->n_stop_ids; i++)
         if (id == g->p->stop_ids[i]) return 1;
     return 0;
@@ -117,7 +121,8 @@ int k3_generate(k3_model *m, k3_seq *s, const k3_tokenizer *tok, const int32_t *
     gen_state g = {.m = m, .s = s, .p = p, .emit = emit, .ctx = ctx, .st = st};
     g.smp = k3_sampler_new(&p->sp, V);
     if (!g.smp) return -1;
-    g.stop_ids[0] = k3_model_eos(m);
+    g.n_eos = k3_model_eos_ids(m, &g.eos);
+    g.stop_ids[0] = -1;
     g.stop_ids[1] = k3_tok_special_id(tok, "<|end_of_msg|>");
     for (size_t i = 0; i < n; i++) k3_sampler_accept(g.smp, prompt[i]);
     g.dt = k3_detok_new(tok, !p->show_special);
@@ -125,6 +130,7 @@ int k3_generate(k3_model *m, k3_seq *s, const k3_tokenizer *tok, const int32_t *
     g.logits = k3_xmalloc((size_t)V * sizeof *g.logits);
     double t0 = k3_now();
     int rc = k3_forward(s, prompt, (int64_t)n, g.logits, 0);
+    if (p->prefilling) *p->prefilling = 0;
     if (rc) k3_preferr("prefilling %zu prompt tokens", n);
     st->prompt_tokens = (int64_t)n;
     if (!rc) rc = decode_loop(&g, t0);

@@ -1,7 +1,7 @@
 /* generate.h — the generation loop: prefill, then sample / decode one token
  * at a time, streaming the detokenized text through a callback.
  *
- * Stops at a stop id (the model's end-of-turn id and the tokenizer's
+ * Stops at a stop id (every eos_token_id of the config and the tokenizer's
  * <|end_of_msg|>; the stop token is not printed and not fed to the cache), at
  * a stop string (matched on the decoded text across token boundaries; the
  * stop string is not printed), at max_tokens, or when the callback asks to.
@@ -34,10 +34,12 @@ typedef struct k3_gen_params {
     int max_tokens;           /* >= 0 */
     const char *const *stops; /* stop strings */
     int n_stops;
-    const int32_t *stop_ids; /* extra stop ids besides k3_model_eos / <|end_of_msg|> */
+    const int32_t *stop_ids; /* extra stop ids besides the config eos ids / <|end_of_msg|> */
     int n_stop_ids;
     const volatile sig_atomic_t *cancel; /* optional: generation stops when *cancel != 0
                                             (checked before every token; e.g. set by SIGINT) */
+    volatile sig_atomic_t *prefilling;   /* optional: set to 0 once the prompt is prefilled
+                                            (a caller's SIGINT handler can tell the phases apart) */
     int show_special; /* 1: print every control token; 0 (default): drop those whose
                          `special` flag is set (HF skip_special_tokens; keeps XTML markers) */
 } k3_gen_params;

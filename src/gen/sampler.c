@@ -50,8 +50,9 @@ int k3_sampler_check(const k3_sampler_params *p) {
         return k3_seterr("--min-p must be in [0, 1] (got %g)", p->min_p);
     if (!(p->rep_penalty > 0) || !isfinite(p->rep_penalty))
         return k3_seterr("--repetition-penalty must be > 0 (got %g)", p->rep_penalty);
-    if (p->rep_context < 0)
-        return k3_seterr("--repetition-context-size must be >= 0 (got %d)", p->rep_context);
+    if (p->rep_context < 0 || p->rep_context > K3_SAMPLER_MAX_REP_CONTEXT)
+        return k3_seterr("--repetition-context-size must be in 0..%d (got %d)",
+                         K3_SAMPLER_MAX_REP_CONTEXT, p->rep_context);
     return 0;
 }
 

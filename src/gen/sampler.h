@@ -40,6 +40,9 @@ typedef struct k3_sampler_params {
     uint64_t seed;
 } k3_sampler_params;
 
+/* The largest rep_context accepted (its ring buffer is allocated up front). */
+#define K3_SAMPLER_MAX_REP_CONTEXT 65536
+
 /* Defaults: greedy, filters off, rep_context 20, seed 0. */
 k3_sampler_params k3_sampler_defaults(void);
 /* Range checks with a message naming the option; 0 or -1. */

@@ -2,6 +2,7 @@
 #include "io/checkpoint.h"
 #include "base/err.h"
 #include "base/mem.h"
+#include "io/hints.h"
 #include "quant/dtype.h"
 
 #include <stdio.h>
@@ -15,15 +16,24 @@ int k3_ckpt_open(const char *dir, k3_ckpt *ck) {
     return k3_ckpt_open_progress(dir, 0, ck);
 }
 
+/* The loader's message plus what the path probably is (hints.h). */
+static int with_hint(const char *dir) {
+    char hint[1024];
+    if (!k3_model_hint(dir, hint, sizeof hint)) return -1;
+    char msg[2048];
+    snprintf(msg, sizeof msg, "%s", k3_errmsg());
+    return k3_seterr("%s\n  hint: %s", msg, hint);
+}
+
 int k3_ckpt_open_progress(const char *dir, int progress, k3_ckpt *ck) {
     memset(ck, 0, sizeof *ck);
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    if (k3_config_load(path, &ck->cfg)) return -1;
+    if (k3_config_load(path, &ck->cfg)) return with_hint(dir);
     ck->st = k3_st_open_dir_progress(dir, progress);
     if (!ck->st) {
         k3_config_free(&ck->cfg);
-        return -1;
+        return with_hint(dir);
     }
     ck->dir = k3_xstrdup(dir);
     ck->used = k3_xcalloc((size_t)(ck->st->n ? ck->st->n : 1), 1);

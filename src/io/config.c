@@ -54,12 +54,44 @@ static int want_string(json_t *o, const char *key, const char *want, const char 
     return 0;
 }
 
-/* First integer of a scalar-or-list token id field, -1 if absent. */
-static int token_id(json_t *root, json_t *tc, const char *key) {
+/* A token id field (text_config first, then the top level): an integer, or
+ * (eos_token_id, as Hugging Face allows) a list of integers; ids go to out[],
+ * *n their count (0 if absent or null). Anything else is an error. */
+static int token_ids(json_t *root, json_t *tc, const char *key, int vocab, int *out, int *n,
+                     int max, const char *L) {
     json_t *v = json_object_get(tc, key);
-    if (!v) v = json_object_get(root, key);
-    if (json_is_array(v)) v = json_array_get(v, 0);
-    return json_is_integer(v) ? (int)json_integer_value(v) : -1;
+    if (!v || json_is_null(v)) v = json_object_get(root, key);
+    *n = 0;
+    if (!v || json_is_null(v)) return 0;
+    int list = json_is_array(v);
+    size_t cnt = list ? json_array_size(v) : 1;
+    if (list && (int)cnt > max)
+        return k3_seterr("%s: field \"%s\" lists %zu ids, at most %d are supported", L, key, cnt,
+                         max);
+    for (size_t i = 0; i < cnt; i++) {
+        json_t *e = list ? json_array_get(v, i) : v;
+        if (!json_is_integer(e))
+            return k3_seterr("%s: field \"%s\" must be a token id (an integer)%s", L, key,
+                             max > 1 ? " or a list of token ids" : "");
+        json_int_t id = json_integer_value(e);
+        if (id < 0 || id >= vocab)
+            return k3_seterr("%s: field \"%s\" = %lld is not a token id of the vocabulary "
+                             "(vocab_size %d)",
+                             L, key, (long long)id, vocab);
+        out[(*n)++] = (int)id;
+    }
+    return 0;
+}
+
+static int parse_token_ids(json_t *root, json_t *tc, k3_config *c, const char *L) {
+    int n = 0;
+    if (token_ids(root, tc, "bos_token_id", c->vocab_size, &c->bos_token_id, &n, 1, L)) return -1;
+    if (!n) c->bos_token_id = -1;
+    if (token_ids(root, tc, "eos_token_id", c->vocab_size, c->eos_ids, &c->n_eos, K3_CONFIG_MAX_EOS,
+                  L))
+        return -1;
+    c->eos_token_id = c->n_eos ? c->eos_ids[0] : -1;
+    return 0;
 }
 
 static int parse_main_fields(json_t *tc, k3_config *c, const char *L) {
@@ -107,21 +139,38 @@ static int refuse_unsupported(json_t *tc, const char *L) {
     return 0;
 }
 
-static int parse_kda_layers(json_t *lac, k3_config *c, const char *L) {
-    json_t *kl = json_object_get(lac, "kda_layers");
+/* A list of 1-based layer numbers into flags[num_hidden_layers] (numbers past
+ * the last layer, e.g. MTP layers, are ignored). */
+static int layer_list(json_t *kl, const char *field, k3_config *c, uint8_t *flags, const char *L) {
     if (!json_is_array(kl))
-        return k3_seterr("%s: field \"linear_attn_config.kda_layers\" must be a list", L);
-    c->is_kda = k3_xcalloc((size_t)c->num_hidden_layers, 1);
+        return k3_seterr("%s: field \"linear_attn_config.%s\" must be a list", L, field);
     for (size_t i = 0; i < json_array_size(kl); i++) {
         json_t *e = json_array_get(kl, i);
         json_int_t l = json_is_integer(e) ? json_integer_value(e) : 0;
         if (!json_is_integer(e) || l < 1 || l > (1 << 20))
-            return k3_seterr("%s: linear_attn_config.kda_layers[%zu] is not a 1-based layer "
-                             "number",
-                             L, i);
-        if (l <= c->num_hidden_layers) c->is_kda[l - 1] = 1;
+            return k3_seterr("%s: linear_attn_config.%s[%zu] is not a 1-based layer number", L,
+                             field, i);
+        if (l <= c->num_hidden_layers) flags[l - 1] = 1;
     }
     return 0;
+}
+
+/* kda_layers gives the layer kinds; full_attn_layers, when present, must say the
+ * same: every layer in exactly one of the two lists. */
+static int parse_kda_layers(json_t *lac, k3_config *c, const char *L) {
+    c->is_kda = k3_xcalloc((size_t)c->num_hidden_layers, 1);
+    if (layer_list(json_object_get(lac, "kda_layers"), "kda_layers", c, c->is_kda, L)) return -1;
+    json_t *fl = json_object_get(lac, "full_attn_layers");
+    if (!fl || json_is_null(fl)) return 0;
+    uint8_t *full = k3_xcalloc((size_t)c->num_hidden_layers, 1);
+    int rc = layer_list(fl, "full_attn_layers", c, full, L);
+    for (int i = 0; !rc && i < c->num_hidden_layers; i++)
+        if (full[i] == c->is_kda[i])
+            rc = k3_seterr("%s: layer %d is %s kda_layers and full_attn_layers "
+                           "(linear_attn_config): each layer must be in exactly one",
+                           L, i + 1, full[i] ? "in both" : "in neither of");
+    free(full);
+    return rc;
 }
 
 static int parse_linear_attn(json_t *tc, k3_config *c, const char *L) {
@@ -158,7 +207,10 @@ static int check_sizes(const k3_config *c, const char *L) {
     if (positive(c->vocab_size, "vocab_size", L) || positive(c->hidden_size, "hidden_size", L) ||
         positive(c->num_hidden_layers, "num_hidden_layers", L))
         return -1;
-    if (c->rms_norm_eps < 0) return k3_seterr("%s: field \"rms_norm_eps\" is negative", L);
+    if (!(c->rms_norm_eps > 0 && c->rms_norm_eps < 0.1))
+        return k3_seterr("%s: field \"rms_norm_eps\" = %g, expected a small positive number "
+                         "(0 < eps < 0.1; K3 uses 1e-5)",
+                         L, c->rms_norm_eps);
     if (c->situ_linear_beta < 0)
         return k3_seterr("%s: field \"activation_situ_linear_beta\" must be positive", L);
     if (c->attn_res_block_size < 0)
@@ -224,6 +276,73 @@ static json_t *find_mlx_quant(json_t *root) {
     return NULL;
 }
 
+/* The global entry of an MLX quantization block: bits / group_size integers,
+ * mode affine or mxfp4 (per-module entries are checked when a tensor uses them). */
+static int check_mlx_quant(json_t *q, const char *field, const char *L) {
+    json_t *b = json_object_get(q, "bits"), *g = json_object_get(q, "group_size");
+    json_t *m = json_object_get(q, "mode");
+    if (b && (!json_is_integer(b) || json_integer_value(b) < 2 || json_integer_value(b) > 8))
+        return k3_seterr("%s: %s.bits must be an integer 2..8", L, field);
+    if (g && (!json_is_integer(g) || json_integer_value(g) < 1 || json_integer_value(g) > 4096))
+        return k3_seterr("%s: %s.group_size must be a positive integer", L, field);
+    if (m && (!json_is_string(m) ||
+              (strcmp(json_string_value(m), "affine") && strcmp(json_string_value(m), "mxfp4"))))
+        return k3_seterr("%s: %s.mode is %s%s%s; k3 supports \"affine\" and \"mxfp4\"", L, field,
+                         json_is_string(m) ? "\"" : "",
+                         json_is_string(m) ? json_string_value(m) : "not a string",
+                         json_is_string(m) ? "\"" : "");
+    return 0;
+}
+
+/* One quantization_config (top level or in text_config): MLX's (with "bits") or
+ * compressed-tensors MXFP4; anything else (GPTQ, AWQ, FP8, bitsandbytes...) would
+ * be loaded as garbage, so it is refused by name. */
+static int check_quant_config(json_t *qc, const char *where, const char *L) {
+    if (!qc || json_is_null(qc)) return 0;
+    if (!json_is_object(qc)) return k3_seterr("%s: %s is not an object", L, where);
+    json_t *qm = json_object_get(qc, "quant_method");
+    if (!qm && json_object_get(qc, "bits")) return check_mlx_quant(qc, where, L); /* mlx_lm's */
+    const char *m = json_string_value(qm);
+    if (!m || strcmp(m, "compressed-tensors"))
+        return k3_seterr("%s: %s.quant_method is %s%s%s, which k3 does not load (supported: "
+                         "compressed-tensors MXFP4 as released, and MLX affine/mxfp4)",
+                         L, where, m ? "\"" : "", m ? m : "missing or not a string", m ? "\"" : "");
+    json_t *f = json_object_get(qc, "format");
+    if (f && (!json_is_string(f) || strcmp(json_string_value(f), "mxfp4-pack-quantized")))
+        return k3_seterr("%s: %s.format is %s%s%s; k3 loads \"mxfp4-pack-quantized\" only", L,
+                         where, json_is_string(f) ? "\"" : "",
+                         json_is_string(f) ? json_string_value(f) : "not a string",
+                         json_is_string(f) ? "\"" : "");
+    json_t *groups = json_object_get(qc, "config_groups"), *g;
+    const char *gname;
+    if (groups && !json_is_object(groups))
+        return k3_seterr("%s: %s.config_groups is not an object", L, where);
+    json_object_foreach(groups, gname, g) {
+        json_t *gf = json_object_get(g, "format");
+        json_t *nb = json_object_get(json_object_get(g, "weights"), "num_bits");
+        if ((gf &&
+             (!json_is_string(gf) || strcmp(json_string_value(gf), "mxfp4-pack-quantized"))) ||
+            (nb && (!json_is_integer(nb) || json_integer_value(nb) != 4)))
+            return k3_seterr("%s: %s.config_groups.%s is not 4-bit mxfp4-pack-quantized, which "
+                             "is the only compressed-tensors format k3 loads",
+                             L, where, gname);
+    }
+    return 0;
+}
+
+static int check_quant(json_t *root, json_t *tc, const char *L) {
+    json_t *q = json_object_get(root, "quantization");
+    if (q && !json_is_null(q) && !json_is_object(q))
+        return k3_seterr("%s: \"quantization\" is not an object", L);
+    if (json_is_object(q) && check_mlx_quant(q, "quantization", L)) return -1;
+    if (check_quant_config(json_object_get(root, "quantization_config"), "quantization_config", L))
+        return -1;
+    if (tc != root && check_quant_config(json_object_get(tc, "quantization_config"),
+                                         "text_config.quantization_config", L))
+        return -1;
+    return 0;
+}
+
 int k3_config_parse(const char *text, size_t len, const char *L, k3_config *c) {
     memset(c, 0, sizeof *c);
     json_error_t jerr;
@@ -242,9 +361,9 @@ int k3_config_parse(const char *text, size_t len, const char *L, k3_config *c) {
     if (!rc) rc = parse_linear_attn(tc, c, L);
     if (!rc) rc = check_sizes(c, L);
     if (!rc) rc = check_moe(c, L);
+    if (!rc) rc = parse_token_ids(root, tc, c, L);
+    if (!rc) rc = check_quant(root, tc, L);
     if (!rc) {
-        c->bos_token_id = token_id(root, tc, "bos_token_id");
-        c->eos_token_id = token_id(root, tc, "eos_token_id");
         json_t *q = find_mlx_quant(root);
         if (q) c->quant = json_incref(q);
     }
@@ -255,7 +374,7 @@ int k3_config_parse(const char *text, size_t len, const char *L, k3_config *c) {
 
 int k3_config_load(const char *path, k3_config *c) {
     size_t len;
-    char *text = k3_read_file(path, &len);
+    char *text = k3_read_regular_file(path, K3_SMALL_FILE_MAX, &len);
     if (!text) return -1;
     int rc = k3_config_parse(text, len, path, c);
     free(text);

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define K3_CONFIG_MAX_EOS 16
+
 typedef struct k3_config {
     int vocab_size, hidden_size, num_hidden_layers;
     int num_attention_heads, intermediate_size;
@@ -35,8 +37,10 @@ typedef struct k3_config {
     double kda_gate_lower_bound;
     int kda_full_rank_gate;
     uint8_t *is_kda; /* [num_hidden_layers]: 1 if layer i (0-based) is KDA, else MLA */
-    int bos_token_id, eos_token_id; /* -1 if absent */
-    void *quant;                    /* jansson object "quantization" (MLX), NULL if none */
+    int bos_token_id, eos_token_id; /* -1 if absent; eos_token_id is eos_ids[0] */
+    int eos_ids[K3_CONFIG_MAX_EOS]; /* every end-of-sequence id: eos_token_id may be a list */
+    int n_eos;
+    void *quant; /* jansson object "quantization" (MLX), NULL if none */
 } k3_config;
 
 /* Parse config.json at path. 0, or -1 with k3_errmsg naming the file and field. */

@@ -3,10 +3,11 @@
 #include "base/err.h"
 #include "base/mem.h"
 #include "base/progress.h"
+#include "io/mapguard.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <glob.h>
+#include <dirent.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,7 +206,7 @@ int k3_st_add_buffer(k3_st *st, const uint8_t *buf, size_t len, const char *labe
 }
 
 int k3_st_add_file(k3_st *st, const char *path) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO must not block */
     if (fd < 0) return k3_seterr("%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
@@ -228,6 +229,7 @@ int k3_st_add_file(k3_st *st, const char *path) {
         return -1;
     }
     st->files[st->nfiles - 1].map = map;
+    k3_mapguard_add(map, len, path);
     return 0;
 }
 
@@ -254,7 +256,10 @@ const k3_tensor *k3_st_find(const k3_st *st, const char *name) {
 void k3_st_clear(k3_st *st) {
     for (int i = 0; i < st->n; i++) free(st->t[i].name);
     for (int i = 0; i < st->nfiles; i++) {
-        if (st->files[i].map) munmap(st->files[i].map, st->files[i].size);
+        if (st->files[i].map) {
+            k3_mapguard_remove(st->files[i].map);
+            munmap(st->files[i].map, st->files[i].size);
+        }
         free(st->files[i].path);
     }
     free(st->t);
@@ -366,7 +371,7 @@ static int add_files(k3_st *st, char *const *paths, int n, int progress) {
 
 static int open_from_index(k3_st *st, const char *dir, const char *idx, int progress) {
     size_t len;
-    char *text = k3_read_file(idx, &len);
+    char *text = k3_read_regular_file(idx, K3_SMALL_FILE_MAX, &len);
     if (!text) return -1;
     char **files = NULL;
     int n = 0, rc = k3_st_parse_index(text, len, idx, &files, &n);
@@ -389,17 +394,26 @@ static int open_from_index(k3_st *st, const char *dir, const char *idx, int prog
     return rc;
 }
 
-static int open_by_glob(k3_st *st, const char *dir, int progress) {
-    char *pat = join_path(dir, "*.safetensors");
-    glob_t g;
-    int gr = glob(pat, 0, NULL, &g);
-    free(pat);
-    if (gr || !g.gl_pathc) {
-        if (!gr) globfree(&g);
-        return k3_seterr("%s: no model.safetensors.index.json and no *.safetensors files", dir);
+/* Every DIR/ *.safetensors, sorted by name. The directory is listed rather than
+ * globbed, so a model path with glob characters ("x[1]") is taken literally. */
+static int open_by_listing(k3_st *st, const char *dir, int progress) {
+    DIR *d = opendir(dir);
+    if (!d) return k3_seterr("%s: cannot open the directory: %s", dir, strerror(errno));
+    char **paths = NULL;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len <= 12 || strcmp(e->d_name + len - 12, ".safetensors")) continue;
+        paths = k3_xrealloc(paths, sizeof *paths * (size_t)(n + 1));
+        paths[n++] = join_path(dir, e->d_name);
     }
-    int rc = add_files(st, g.gl_pathv, (int)g.gl_pathc, progress);
-    globfree(&g);
+    closedir(d);
+    if (!n) return k3_seterr("%s: no model.safetensors.index.json and no *.safetensors files", dir);
+    qsort(paths, (size_t)n, sizeof *paths, cmp_str);
+    int rc = add_files(st, paths, n, progress);
+    for (int i = 0; i < n; i++) free(paths[i]);
+    free(paths);
     return rc ? rc : k3_st_finish(st);
 }
 
@@ -412,7 +426,7 @@ k3_st *k3_st_open_dir_progress(const char *dir, int progress) {
     k3_st_init(st);
     char *idx = join_path(dir, "model.safetensors.index.json");
     int rc = access(idx, F_OK) == 0 ? open_from_index(st, dir, idx, progress)
-                                    : open_by_glob(st, dir, progress);
+                                    : open_by_listing(st, dir, progress);
     free(idx);
     if (rc) {
         k3_st_free(st);

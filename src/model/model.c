@@ -136,6 +136,10 @@ int k3_model_vocab(const k3_model *m) {
 int k3_model_eos(const k3_model *m) {
     return m->c->eos_token_id;
 }
+int k3_model_eos_ids(const k3_model *m, const int **ids) {
+    *ids = m->c->eos_ids;
+    return m->c->n_eos;
+}
 int k3_model_bos(const k3_model *m) {
     return m->c->bos_token_id;
 }

@@ -58,7 +58,8 @@ int serve_engine_open(serve_engine *e, const char *dir, const char *name, int th
     /* chat.md §2.6: stop on <|end_of_msg|> and [EOS], plus config's eos */
     add_stop_id(e, e->xtml.ctrl_id[K3_XC_EOM]);
     add_stop_id(e, k3_tok_special_id(e->tok, "[EOS]"));
-    add_stop_id(e, k3_model_eos(e->model));
+    const int *eos;
+    for (int i = 0, n = k3_model_eos_ids(e->model, &eos); i < n; i++) add_stop_id(e, eos[i]);
     char raw[sizeof e->name];
     if (name && *name)
         snprintf(raw, sizeof raw, "%s", name);

@@ -14,7 +14,7 @@
 #include "text/tokenizer.h"
 #include "text/xtml.h"
 
-#define SERVE_MAX_STOP_IDS 4
+#define SERVE_MAX_STOP_IDS 20 /* 2 + up to 16 config eos ids (K3_CONFIG_MAX_EOS) */
 
 typedef struct serve_engine {
     k3_model *model;

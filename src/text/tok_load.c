@@ -423,11 +423,11 @@ k3_tokenizer *k3_tok_from_memory(const char *ranks, size_t ranks_len, const char
 
 k3_tokenizer *k3_tok_load_files(const char *ranks_path, const char *config_path) {
     size_t rn, cn = 0;
-    char *ranks = k3_read_file(ranks_path, &rn);
+    char *ranks = k3_read_regular_file(ranks_path, K3_SMALL_FILE_MAX, &rn);
     if (!ranks) return NULL;
     char *config = NULL;
     if (config_path) {
-        config = k3_read_file(config_path, &cn);
+        config = k3_read_regular_file(config_path, K3_SMALL_FILE_MAX, &cn);
         if (!config) {
             free(ranks);
             return NULL;
@@ -500,45 +500,79 @@ k3_tokenizer *k3_tok_byte_level(int vocab_size) {
     return t;
 }
 
-k3_tokenizer *k3_tok_open(const char *model_dir, int vocab_size) {
+/* config.json of model_dir, parsed; NULL + k3_errmsg. */
+static json_t *load_model_config(const char *model_dir) {
+    char *path = join_path(model_dir, "config.json");
+    size_t len;
+    char *text = k3_read_regular_file(path, K3_SMALL_FILE_MAX, &len);
+    json_t *root = NULL;
+    if (text) {
+        json_error_t jerr;
+        root = json_loadb(text, len, 0, &jerr);
+        if (!root) k3_seterr("%s: invalid JSON: %s (line %d)", path, jerr.text, jerr.line);
+    }
+    free(text);
+    free(path);
+    return root;
+}
+
+/* vocab_size from config.json (top level or text_config); -1 + k3_errmsg. */
+static int config_vocab_size(json_t *root, const char *model_dir) {
+    json_t *vs = json_object_get(root, "vocab_size");
+    if (!json_is_integer(vs))
+        vs = json_object_get(json_object_get(root, "text_config"), "vocab_size");
+    if (json_is_integer(vs) && json_integer_value(vs) > 0 && json_integer_value(vs) < (1 << 26))
+        return (int)json_integer_value(vs);
+    return k3_seterr("%s/config.json: vocab_size: expected a positive integer (top level or "
+                     "text_config)",
+                     model_dir);
+}
+
+int k3_tok_byte_level_requested(void) {
+    const char *e = getenv("K3_BYTE_TOKENIZER");
+    return e && *e && strcmp(e, "0");
+}
+
+/* The byte-level stand-in is only for checkpoints that say so (config.json
+ * "k3_tokenizer": "byte-level") or when the user asks (--byte-tokenizer /
+ * K3_BYTE_TOKENIZER=1): a real K3 directory that lost tiktoken.model would
+ * otherwise tokenize every byte as a token and answer blank. */
+static k3_tokenizer *fallback(const char *model_dir, json_t *root, int vocab_size) {
+    json_t *mark = json_object_get(root, "k3_tokenizer");
+    if (json_is_string(mark) && !strcmp(json_string_value(mark), "byte-level"))
+        return k3_tok_byte_level(vocab_size);
+    if (k3_tok_byte_level_requested()) return k3_tok_byte_level(vocab_size);
+    k3_seterr("%s: no tiktoken.model: copy tiktoken.model and tokenizer_config.json from the "
+              "release into the model directory (for a test checkpoint whose ids are raw bytes, "
+              "pass --byte-tokenizer or add \"k3_tokenizer\": \"byte-level\" to its "
+              "config.json)",
+              model_dir);
+    return NULL;
+}
+
+static int have_ranks(const char *model_dir) {
     char *ranks = join_path(model_dir, "tiktoken.model");
     struct stat st;
     int have = stat(ranks, &st) == 0;
     free(ranks);
-    return have ? k3_tok_load(model_dir) : k3_tok_byte_level(vocab_size);
+    return have;
 }
 
-/* vocab_size from config.json (top level or text_config); -1 + k3_errmsg. */
-static int config_vocab_size(const char *model_dir) {
-    char *path = join_path(model_dir, "config.json");
-    json_error_t jerr;
-    json_t *root = json_load_file(path, 0, &jerr);
-    int v = -1;
-    if (!root) {
-        k3_seterr("%s: no tiktoken.model and cannot read config.json: %s (line %d)", model_dir,
-                  jerr.text, jerr.line);
-    } else {
-        json_t *vs = json_object_get(root, "vocab_size");
-        if (!json_is_integer(vs))
-            vs = json_object_get(json_object_get(root, "text_config"), "vocab_size");
-        if (json_is_integer(vs) && json_integer_value(vs) > 0 && json_integer_value(vs) < (1 << 26))
-            v = (int)json_integer_value(vs);
-        else
-            k3_seterr("%s: vocab_size: expected a positive integer (top level or text_config)",
-                      path);
-    }
+k3_tokenizer *k3_tok_open(const char *model_dir, int vocab_size) {
+    if (have_ranks(model_dir)) return k3_tok_load(model_dir);
+    json_t *root = load_model_config(model_dir);
+    k3_tokenizer *t = root ? fallback(model_dir, root, vocab_size) : NULL;
     json_decref(root);
-    free(path);
-    return v;
+    return t;
 }
 
 k3_tokenizer *k3_tok_for_model(const char *model_dir) {
     if (!model_dir) return k3_tok_byte_level(K3_TOK_K3_VOCAB);
-    char *ranks = join_path(model_dir, "tiktoken.model");
-    struct stat st;
-    int have = stat(ranks, &st) == 0;
-    free(ranks);
-    if (have) return k3_tok_load(model_dir);
-    int v = config_vocab_size(model_dir);
-    return v < 0 ? NULL : k3_tok_byte_level(v);
+    if (have_ranks(model_dir)) return k3_tok_load(model_dir);
+    json_t *root = load_model_config(model_dir);
+    if (!root) return NULL;
+    int v = config_vocab_size(root, model_dir);
+    k3_tokenizer *t = v < 0 ? NULL : fallback(model_dir, root, v);
+    json_decref(root);
+    return t;
 }

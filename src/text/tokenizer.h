@@ -51,12 +51,19 @@ k3_tokenizer *k3_tok_from_memory(const char *ranks, size_t ranks_len, const char
                                  size_t config_len, const char *what);
 /* Byte-level tokenizer for a model with vocab_size ids (layout above). */
 k3_tokenizer *k3_tok_byte_level(int vocab_size);
-/* k3_tok_load if DIR/tiktoken.model exists, else k3_tok_byte_level(vocab_size). */
+/* k3_tok_load if DIR/tiktoken.model exists, else k3_tok_byte_level(vocab_size)
+ * when the checkpoint is marked byte-level (config.json "k3_tokenizer":
+ * "byte-level") or k3_tok_byte_level_requested(); otherwise NULL + an error
+ * naming tiktoken.model. */
 k3_tokenizer *k3_tok_open(const char *model_dir, int vocab_size);
+/* 1 if the user asked for the byte-level tokenizer (K3_BYTE_TOKENIZER set and
+ * not "0"; the CLI's --byte-tokenizer sets it). */
+int k3_tok_byte_level_requested(void);
 /* For a model directory: its tokenizer files if DIR/tiktoken.model exists,
  * else byte-level for DIR/config.json's vocab_size (top level, or
- * text_config.vocab_size). model_dir NULL: byte-level with the K3 vocab
- * size 163840. NULL + k3_errmsg naming the file on failure. */
+ * text_config.vocab_size) under the same rule as k3_tok_open. model_dir NULL:
+ * byte-level with the K3 vocab size 163840. NULL + k3_errmsg naming the file
+ * on failure. */
 k3_tokenizer *k3_tok_for_model(const char *model_dir);
 void k3_tok_free(k3_tokenizer *tok);
 

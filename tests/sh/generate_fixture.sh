@@ -9,6 +9,7 @@ set -u
 cd "$(dirname "$0")/../.."
 K3=${K3:-build/k3}
 FIX=${K3_FIXTURES:-$(cd .. && pwd)/shared/fixtures}
+export K3_BYTE_TOKENIZER=1 # the shared fixtures have no tiktoken.model: their ids are bytes
 FX=$FIX/tiny-bf16
 T=$(mktemp -d /tmp/k3-generate-XXXXXX)
 trap 'rm -rf "$T"' EXIT

@@ -4,6 +4,7 @@
 set -u
 K3=${K3:-build/k3}
 FIX=${K3_FIXTURES:-../shared/fixtures}
+export K3_BYTE_TOKENIZER=1 # the shared fixtures have no tiktoken.model: their ids are bytes
 M=$FIX/tiny-f32-sharded
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

@@ -75,3 +75,94 @@ check logits_bad_mode "--mode" L --mode chunked:0
 check logits_bad_threads "--threads" L --threads -2
 check logits_missing_args "required" "$K3" logits --model "$tmp/m"
 check logits_unwritable_out "cannot write" "$K3" logits --model "$tmp/m" --tokens 1 --out /nonexistent/dir/x.f32
+
+# --- files that are not files, paths with glob characters (issue 12) ---
+G() { timeout 120 "$K3" generate --model "$tmp/m" --byte-tokenizer --no-chat-template --prompt "Hi there" --verbose -m 12 "$@"; }
+fresh
+rm "$tmp/m/config.json" && mkfifo "$tmp/m/config.json"
+check loader_fifo_config_refused "config.json: not a regular file" L # a FIFO used to hang the loader
+fresh
+ln -s /dev/zero "$tmp/m/model.safetensors.index.json"
+check loader_index_dev_zero_refused "model.safetensors.index.json: not a regular file" L
+fresh
+mkfifo "$tmp/m/zz.safetensors"
+check loader_fifo_shard_refused "zz.safetensors: not a regular file" L
+rm -rf "$tmp/x[1]" && cp -r "$F/tiny-bf16" "$tmp/x[1]" && chmod -R u+w "$tmp/x[1]"
+if "$K3" logits --model "$tmp/x[1]" --tokens 1,2,3 --out "$tmp/out.f32" 2>"$tmp/err"; then
+    echo "PASS loader_glob_chars_in_path"
+else
+    echo "FAIL loader_glob_chars_in_path"
+    sed 's/^/  /' "$tmp/err"
+fi
+
+# --- config fields: eos_token_id list, layer lists, rms_norm_eps, quantization_config ---
+cfg_set() { # python expression on c (the config) and t (text_config)
+    python3 - "$tmp/m/config.json" "$1" <<'PY'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+t = c["text_config"]
+exec(sys.argv[2])
+json.dump(c, open(p, "w"), indent=1)
+PY
+}
+# the greedy ids are 870,866,637,...: with 637 in an eos list the answer ends at it
+fresh
+cfg_set 'c["eos_token_id"] = t["eos_token_id"] = [999, 637]'
+out=$(G 2>&1)
+if grep -q '^\[k3\] generated ids (3): 870,866,637$' <<<"$out" && grep -q 'finished by end-of-turn token' <<<"$out"; then
+    echo "PASS loader_eos_list_stops_on_any"
+else
+    echo "FAIL loader_eos_list_stops_on_any"
+    grep '^\[k3\]' <<<"$out" | sed 's/^/  /'
+fi
+fresh
+cfg_set 'c["eos_token_id"] = t["eos_token_id"] = "</s>"'
+check loader_eos_string_refused '"eos_token_id" must be a token id' L
+fresh
+cfg_set 't["linear_attn_config"]["full_attn_layers"] = [3, 4]'
+check loader_full_attn_contradicts_kda 'layer 3 is in both kda_layers and full_attn_layers' L
+fresh
+cfg_set 't["linear_attn_config"]["full_attn_layers"] = []'
+check loader_full_attn_missing_layer 'layer 4 is in neither of kda_layers and full_attn_layers' L
+fresh
+cfg_set 't["rms_norm_eps"] = 0'
+check loader_rms_norm_eps_zero '"rms_norm_eps" = 0' L
+fresh
+cfg_set 't["rms_norm_eps"] = 3.5'
+check loader_rms_norm_eps_large '"rms_norm_eps" = 3.5' L
+fresh
+cfg_set 'c["quantization_config"] = {"quant_method": "gptq", "bits": 4, "group_size": 128}'
+check loader_quant_gptq_refused 'quant_method is "gptq", which k3 does not load' L
+fresh
+cfg_set 't["quantization_config"] = {"quant_method": "compressed-tensors", "format": "float-quantized"}'
+check loader_quant_ct_format_refused '"float-quantized"' L
+
+# --- the tokenizer: no silent byte-level fallback ---
+fresh
+check tokenizer_missing_is_error "no tiktoken.model" "$K3" generate --model "$tmp/m" --prompt hi -m 1
+check tokenizer_missing_tokenize "no tiktoken.model" "$K3" tokenize --model "$tmp/m" </dev/null
+if "$K3" generate --model "$tmp/m" --prompt hi -m 1 --byte-tokenizer >/dev/null 2>"$tmp/err"; then
+    echo "PASS tokenizer_byte_level_on_request"
+else
+    echo "FAIL tokenizer_byte_level_on_request"
+    sed 's/^/  /' "$tmp/err"
+fi
+cfg_set 'c["k3_tokenizer"] = "byte-level"'
+if "$K3" generate --model "$tmp/m" --prompt hi -m 1 >/dev/null 2>"$tmp/err" &&
+    [ "$(echo -n 'Hi' | "$K3" tokenize --model "$tmp/m")" = "72,105" ]; then
+    echo "PASS tokenizer_byte_level_marked_checkpoint"
+else
+    echo "FAIL tokenizer_byte_level_marked_checkpoint"
+    sed 's/^/  /' "$tmp/err"
+fi
+
+# --- hints for what new users point k3 at ---
+printf 'GGUF\003\000\000\000' >"$tmp/model.gguf"
+check hint_gguf "is a GGUF file" "$K3" generate --model "$tmp/model.gguf" --prompt hi
+check hint_repo_id "k3 does not download models" "$K3" generate --model moonshotai/Kimi-K3 --prompt hi
+mkdir -p "$tmp/k2" && echo '{"model_type": "kimi_k2", "architectures": ["DeepseekV3ForCausalLM"], "vocab_size": 163840}' >"$tmp/k2/config.json"
+check hint_kimi_k2 '"kimi_k2" checkpoint (Kimi-K2 / DeepSeek family)' "$K3" logits --model "$tmp/k2" --tokens 1 --out "$tmp/o"
+fresh
+printf 'version https://git-lfs.github.com/spec/v1\noid sha256:0123\nsize 1234\n' >"$tmp/m/model.safetensors"
+check hint_git_lfs_pointer "is a git-lfs pointer, not the weights" L

@@ -78,9 +78,9 @@ else
     cat "$tmp/err"
 fi
 
-# --model: a model directory without tokenizer files, vocab 1000 (block 744)
+# --model: a model directory without tokenizer files, vocab 1000 (block 744), byte-level on request
 mkdir -p "$tmp/m" && echo '{"vocab_size":1000}' >"$tmp/m/config.json"
-first=$(echo '{"messages":[]}' | "$K3" render --model "$tmp/m" --ids 2>&1 | cut -d, -f1)
+first=$(echo '{"messages":[]}' | "$K3" render --model "$tmp/m" --ids --byte-tokenizer 2>&1 | cut -d, -f1)
 if [ "$first" = 747 ]; then echo "PASS render_model_ids"; else echo "FAIL render_model_ids ($first)"; fi
 
 # bad input: clear message naming the problem, exit status 1

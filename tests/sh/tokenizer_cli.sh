@@ -35,9 +35,9 @@ check tokenizer_cli_detok_repair "a$(printf '\xef\xbf\xbd')" "$(echo '97,228,189
 check tokenizer_cli_roundtrip "$(printf 'na\xc3\xafve \xf0\x9f\x9a\x80 \xe4\xbd\xa0\xe5\xa5\xbd')" \
     "$(printf 'na\xc3\xafve \xf0\x9f\x9a\x80 \xe4\xbd\xa0\xe5\xa5\xbd' | "$K3" tokenize | "$K3" detokenize)"
 
-# A model directory without tokenizer files: byte-level for its vocab_size.
+# A model directory without tokenizer files, marked byte-level: byte-level for its vocab_size.
 mkdir -p "$TMP/synth"
-echo '{"model_type": "kimi_k3", "text_config": {"vocab_size": 1000}}' >"$TMP/synth/config.json"
+echo '{"model_type": "kimi_k3", "k3_tokenizer": "byte-level", "text_config": {"vocab_size": 1000}}' >"$TMP/synth/config.json"
 check tokenizer_cli_synth_layout "747,65,748" "$(printf '<|open|>A<|close|>' | "$K3" tokenize --model "$TMP/synth")"
 out=$(echo '1000' | "$K3" detokenize --model "$TMP/synth" 2>&1)
 rc=$?
@@ -92,4 +92,4 @@ mkdir -p "$TMP/badjson"
 cp "$TMP/tok/tiktoken.model" "$TMP/badjson/"
 printf '{\n"added_tokens_decoder": {,}\n' >"$TMP/badjson/tokenizer_config.json"
 check_error tokenizer_cli_bad_config "$TMP/badjson" "$TMP/badjson/tokenizer_config.json:2: invalid JSON"
-check_error tokenizer_cli_missing_dir "$TMP/none" "$TMP/none: no tiktoken.model and cannot read config.json"
+check_error tokenizer_cli_missing_dir "$TMP/none" "$TMP/none/config.json: cannot open"
