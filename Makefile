@@ -3,6 +3,7 @@
 #   make BUILD=dir        build into another folder (helpers / parallel work)
 #   make SAN=1            AddressSanitizer + UndefinedBehaviorSanitizer build
 #   make fuzz             libFuzzer targets (clang) into $(BUILD)/fuzz/
+#   make fuzz-long        run every fuzz target FUZZ_SECONDS (default 60) each
 #
 # Sources are found by wildcard: every src/**/*.c outside src/cli/ goes into
 # libk3.a, src/cli/*.c make the k3 executable, each tests/test_*.c is its own
@@ -39,7 +40,7 @@ CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/%)
 
-.PHONY: all test test-quick fuzz clean format
+.PHONY: all test test-quick fuzz fuzz-long clean format
 all: $(BUILD)/k3 $(TEST_BIN)
 
 $(BUILD)/obj/%.o: %.c
@@ -71,6 +72,12 @@ $(BUILD)/fuzz/%: fuzz/%.c $(LIB_SRC)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) $< $(LIB_SRC) $(PKG_LIBS) -lgomp -lm -lpthread -o $@
 fuzz: $(FUZZ_BIN)
+
+# Every fuzz target for FUZZ_SECONDS each, on the seeds of its suite script
+# (tests/sh/*fuzz*.sh), e.g. `make fuzz-long FUZZ_SECONDS=600`.
+FUZZ_SECONDS ?= 60
+fuzz-long: all
+	FUZZ_SECONDS=$(FUZZ_SECONDS) K3_NO_ASAN=1 BUILD=$(BUILD) bash tests/run_all.sh fuzz
 
 test: all
 	BUILD=$(BUILD) bash tests/run_all.sh

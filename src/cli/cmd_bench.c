@@ -119,8 +119,10 @@ static int parse_args(int argc, char **argv, bench_args *a) {
             bench_usage(stdout);
             exit(0);
         } else {
-            fprintf(stderr, "k3 bench: unknown or incomplete option '%s'\n", o);
-            bench_usage(stderr);
+            fprintf(stderr,
+                    "k3 bench: unknown or incomplete option '%s' (k3 bench --help lists the "
+                    "options)\n",
+                    o);
             return -1;
         }
     }

@@ -79,6 +79,13 @@ static void report(const chat *c, const k3_gen_stats *st, int64_t before) {
  * close it. */
 static int answer(chat *c, const char *user) {
     interrupted = 0;
+    /* SIGINT is unblocked here, not at start-up: a Ctrl-C that came while it
+     * was blocked (inherited blocked, as the suite does to stop an answer
+     * without racing it) stops this answer, not the wait at the prompt */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
     k3_ids ids = {0};
     for (size_t i = 0; i < c->pending.n; i++) k3_ids_push(&ids, c->pending.ids[i]);
     k3_chan_state initial;
@@ -202,8 +209,11 @@ int cmd_chat(int argc, char **argv) {
     if (c.seq) k3_seq_free(c.seq);
     k3_ids_free(&c.pending);
     k3_session_close(&c.s);
+    errno = 0;
     if (fflush(stdout) || ferror(stdout)) { /* a full disk, a closed pipe */
-        if (!rc) fprintf(stderr, "k3 chat: writing the output failed: %s\n", strerror(errno));
+        if (!rc)
+            fprintf(stderr, "k3 chat: writing the output failed%s%s\n", errno ? ": " : "",
+                    errno ? strerror(errno) : "");
         return 1;
     }
     return rc ? 1 : 0;

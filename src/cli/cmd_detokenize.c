@@ -75,8 +75,11 @@ int cmd_detokenize(int argc, char **argv) {
             detokenize_usage(stdout);
             return 0;
         } else {
-            fprintf(stderr, "k3 detokenize: unknown or incomplete option '%s'\n", argv[i]);
-            detokenize_usage(stderr);
+            fprintf(
+                stderr,
+                "k3 detokenize: unknown or incomplete option '%s' (k3 detokenize --help lists the "
+                "options)\n",
+                argv[i]);
             return 2;
         }
     }

@@ -127,8 +127,10 @@ int cmd_logits(int argc, char **argv) {
             continue;
         }
         if (i + 1 >= argc) {
-            fprintf(stderr, "k3 logits: %s needs a value\n", a);
-            usage(stderr);
+            fprintf(stderr,
+                    "k3 logits: %s needs a value or is unknown (k3 logits --help lists the "
+                    "options)\n",
+                    a);
             return 2;
         }
         const char *v = argv[++i];
@@ -149,8 +151,8 @@ int cmd_logits(int argc, char **argv) {
             }
             threads = (int)t;
         } else {
-            fprintf(stderr, "k3 logits: unknown option %s\n", a);
-            usage(stderr);
+            fprintf(stderr, "k3 logits: unknown option '%s' (k3 logits --help lists the options)\n",
+                    a);
             return 2;
         }
     }

@@ -96,8 +96,11 @@ static int parse_args(int argc, char **argv, q_args *a) {
         } else if (!strcmp(o, "--keep-experts-mxfp4")) {
             a->keep_mxfp4 = 1;
         } else if (!val) {
-            fprintf(stderr, "k3 quantize: unknown or incomplete option '%s'\n", o);
-            return -1;
+            fprintf(stderr,
+                    "k3 quantize: unknown or incomplete option '%s' (k3 quantize --help "
+                    "lists the options)\n",
+                    o);
+            return -2;
         } else if (!strcmp(o, "--model")) {
             a->in = argv[++i];
         } else if (!strcmp(o, "--out")) {
@@ -115,8 +118,11 @@ static int parse_args(int argc, char **argv, q_args *a) {
         } else if (!strcmp(o, "--recipe") && (!strcmp(val, "uniform") || !strcmp(val, "mixed"))) {
             a->mixed = !strcmp(argv[++i], "mixed");
         } else {
-            fprintf(stderr, "k3 quantize: bad option '%s %s'\n", o, val);
-            return -1;
+            fprintf(stderr,
+                    "k3 quantize: bad option '%s %s' (k3 quantize --help lists the "
+                    "options)\n",
+                    o, val);
+            return -2;
         }
     }
     if (!a->in || !a->out)
@@ -651,8 +657,9 @@ static int run(q_ctx *q) {
 int cmd_quantize(int argc, char **argv) {
     q_ctx q;
     memset(&q, 0, sizeof q);
-    if (parse_args(argc, argv, &q.a) < 0) {
-        quantize_usage(stderr);
+    int prc = parse_args(argc, argv, &q.a);
+    if (prc < 0) {
+        if (prc == -1) quantize_usage(stderr); /* -2: a one-line error was printed */
         return 2;
     }
     double t0 = k3_now();

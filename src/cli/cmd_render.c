@@ -77,8 +77,10 @@ int cmd_render(int argc, char **argv) {
             render_usage(stdout);
             return 0;
         } else {
-            fprintf(stderr, "k3 render: unknown or incomplete option '%s'\n", argv[i]);
-            render_usage(stderr);
+            fprintf(stderr,
+                    "k3 render: unknown or incomplete option '%s' (k3 render --help lists the "
+                    "options)\n",
+                    argv[i]);
             return 2;
         }
     }

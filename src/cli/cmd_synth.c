@@ -52,8 +52,10 @@ int cmd_synth(int argc, char **argv) {
             return 0;
         }
         if (!val) {
-            fprintf(stderr, "k3 synth: %s needs a value (or is unknown)\n", a);
-            synth_usage(stderr);
+            fprintf(stderr,
+                    "k3 synth: %s needs a value or is unknown (k3 synth --help lists the "
+                    "options)\n",
+                    a);
             return 2;
         }
         i++;
@@ -90,8 +92,8 @@ int cmd_synth(int argc, char **argv) {
             }
             o.vocab = (int64_t)v;
         } else {
-            fprintf(stderr, "k3 synth: unknown option %s\n", a);
-            synth_usage(stderr);
+            fprintf(stderr, "k3 synth: unknown option '%s' (k3 synth --help lists the options)\n",
+                    a);
             return 2;
         }
     }

@@ -77,8 +77,10 @@ int cmd_tokenize(int argc, char **argv) {
             tokenize_usage(stdout);
             return 0;
         } else {
-            fprintf(stderr, "k3 tokenize: unknown or incomplete option '%s'\n", argv[i]);
-            tokenize_usage(stderr);
+            fprintf(stderr,
+                    "k3 tokenize: unknown or incomplete option '%s' (k3 tokenize --help lists the "
+                    "options)\n",
+                    argv[i]);
             return 2;
         }
     }

@@ -7,6 +7,8 @@
 #   fuzz_build NAME SOURCES...      fuzz/NAME.c + SOURCES + src/base/*.c -> $B/fuzz/NAME;
 #                                   prints PASS/FAIL NAME_build
 #   fuzz_run NAME DIR... [-- ARGS]  runs it on the seed dirs (default 5 s); PASS/FAIL NAME_run
+#                                   with the runs and libFuzzer's final coverage (cov:)
+#   FUZZ_SECONDS=N                  every fuzz_run runs N seconds instead (make fuzz-long)
 #
 # Targets are built from just the sources they exercise (not the whole library),
 # so a library file clang cannot compile does not block an unrelated target.
@@ -47,10 +49,19 @@ fuzz_run() { # name, seed dirs... [-- libFuzzer args]
     [ "${1:-}" = -- ] && shift
     args=("$@")
     [ ${#args[@]} -eq 0 ] && args=(-max_total_time=5)
+    if [ -n "${FUZZ_SECONDS:-}" ]; then # a long run: the time replaces -runs / -max_total_time
+        local a keep=()
+        for a in "${args[@]}"; do
+            case "$a" in -runs=* | -max_total_time=*) ;; *) keep+=("$a") ;; esac
+        done
+        args=("${keep[@]}" "-max_total_time=$FUZZ_SECONDS")
+    fi
     local log="$B/fuzz/$n.run.log"
     if "$B/fuzz/$n" "${args[@]}" -print_final_stats=1 -rss_limit_mb=1024 -timeout=10 "${dirs[@]}" \
         >"$log" 2>&1; then
-        echo "PASS ${n}_run ($(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | cut -d' ' -f2) runs)"
+        echo "PASS ${n}_run ($(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | cut -d' ' -f2) runs," \
+            "cov $(grep -o 'INITED cov: [0-9]*' "$log" | grep -o '[0-9]*') on the seeds," \
+            "$(grep -o ' cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*') at the end)"
     else
         echo "FAIL ${n}_run"
         grep -E 'ERROR|SUMMARY|#[0-9] ' "$log" | head -12 | sed 's/^/  /'
