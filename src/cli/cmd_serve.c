@@ -29,8 +29,8 @@ static void serve_usage(FILE *f) {
            "                       K3_API_KEY; none if unset)\n"
            "  --max-body BYTES     request body limit, larger gets 413 (default 8388608)\n"
            "  --max-tokens N       per-request max_tokens cap and default (default 4096)\n"
-           "  --timeout SEC        per-request generation limit / idle connection limit\n"
-           "                       (default 600; 0 = none)\n"
+           "  --timeout SEC        per-request time limit, the prompt included: a prompt not\n"
+           "                       done in time gets 504, a generation is cut (default 600)\n"
            "  --shutdown-grace SEC in-flight requests get this long on shutdown (default 10)\n"
            "  --parallel N         requests holding a sequence at once (default 64); more wait\n"
            "  --max-queue N        requests waiting for a slot; more get 429 (default 256)\n"
@@ -47,6 +47,16 @@ static void serve_usage(FILE *f) {
            "                       faster, lossy, off by default)\n"
            "  --test-mode          accept k3_test_force_tokens / k3_test_force_text request\n"
            "                       fields (tests only: forces the generated tokens)\n");
+    fprintf(f, "Limits (one client must not hold the server):\n"
+               "  --allowed-host NAME  accept this Host header besides loopback names\n"
+               "                       (repeatable or comma-separated; '*' = any). A loopback\n"
+               "                       --host otherwise answers loopback names only\n"
+               "  --max-conn-per-ip N  connections one address may hold (default 128; 0 = no\n"
+               "                       limit; raise it behind a reverse proxy)\n"
+               "  --idle-timeout SEC   close a connection idle or not reading this long\n"
+               "                       (default 15; 0 = never)\n"
+               "  --max-unread BYTES   stream bytes a client may leave unread before its\n"
+               "                       generation pauses (default 1048576)\n");
 }
 
 /* Parse an integer option value in [lo, hi]; -1 + message on error. */
@@ -70,6 +80,8 @@ typedef struct {
     int n_names;
     const char *origins[MAX_NAMES];
     int n_origins;
+    const char *hosts[MAX_NAMES]; /* --allowed-host */
+    int n_hosts;
     int threads;
 } model_args;
 
@@ -109,7 +121,11 @@ static int parse_opt(const char *a, char *v, serve_opts *o, model_args *m) {
                                              "--max-step-tokens",
                                              "--served-model-name",
                                              "--ctx-size",
-                                             "--cors-origin"};
+                                             "--cors-origin",
+                                             "--allowed-host",
+                                             "--max-conn-per-ip",
+                                             "--idle-timeout",
+                                             "--max-unread"};
     if (!strcmp(a, "--test-mode")) return o->test_mode = 1, 0;
     if (!strcmp(a, "--act-int8")) return k3_act_int8_set(1), 0;
     int known = 0;
@@ -134,9 +150,25 @@ static int parse_opt(const char *a, char *v, serve_opts *o, model_args *m) {
         o->ctx_size = (int)x;
     } else if (!strcmp(a, "--host"))
         o->host = v;
-    else if (!strcmp(a, "--api-key"))
+    else if (!strcmp(a, "--api-key")) {
+        if (!*v) {
+            fprintf(stderr, "k3 serve: --api-key is empty (omit it to run without "
+                            "authentication)\n");
+            return -1;
+        }
         o->api_key = v;
-    else if (!strcmp(a, "--port")) {
+    } else if (!strcmp(a, "--allowed-host")) {
+        if (add_values(a, v, m->hosts, &m->n_hosts)) return -1;
+    } else if (!strcmp(a, "--max-conn-per-ip")) {
+        if (int_arg(a, v, 0, 1 << 20, &x)) return -1;
+        o->max_conn_per_ip = (int)x;
+    } else if (!strcmp(a, "--idle-timeout")) {
+        if (int_arg(a, v, 0, 1 << 20, &x)) return -1;
+        o->idle_timeout_s = (double)x;
+    } else if (!strcmp(a, "--max-unread")) {
+        if (int_arg(a, v, 4096, 1ll << 40, &x)) return -1;
+        o->max_unread = (size_t)x;
+    } else if (!strcmp(a, "--port")) {
         if (int_arg(a, v, 0, 65535, &x)) return -1;
         o->port = (int)x;
     } else if (!strcmp(a, "--max-body")) {
@@ -206,6 +238,8 @@ int cmd_serve(int argc, char **argv) {
     o.n_aliases = m.n_names > 1 ? m.n_names - 1 : 0;
     o.cors_origins = m.origins;
     o.n_cors_origins = m.n_origins;
+    o.allowed_hosts = m.hosts;
+    o.n_allowed_hosts = m.n_hosts;
     serve_engine e;
     if (serve_engine_open(&e, m.model, m.n_names ? m.names[0] : NULL, m.threads)) {
         fprintf(stderr, "k3 serve: %s\n", k3_errmsg());

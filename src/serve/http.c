@@ -6,6 +6,7 @@
  * check, the body limit (413), the per-request log line and the
  * SIGINT/SIGTERM shutdown; http_gen.c answers the generation endpoints. */
 #include <arpa/inet.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -22,8 +23,10 @@
 #include "base/mem.h"
 #include "base/utf8safe.h"
 #include "serve/http_internal.h"
+#include "serve/limits.h"
 
 #define DRAIN_MAX ((size_t)64 << 20) /* oversized chunked bytes read before hanging up */
+#define TRIM_AFTER ((size_t)1 << 20) /* bodies this big are followed by malloc_trim */
 
 void serve_opts_default(serve_opts *o) {
     memset(o, 0, sizeof *o);
@@ -39,6 +42,9 @@ void serve_opts_default(serve_opts *o) {
     o->max_connections = 512;
     o->max_queue = 256;
     o->max_step_tokens = 512;
+    o->max_conn_per_ip = 128;
+    o->idle_timeout_s = 15;
+    o->max_unread = (size_t)1 << 20;
 }
 
 /* ---------------- responses ---------------- */
@@ -62,6 +68,7 @@ enum MHD_Result serve_reply(serve_conn *c, int status, const char *type, char *b
     }
     MHD_add_response_header(r, "Content-Type", type);
     serve_add_cors(c, r);
+    if (c->close_conn) MHD_add_response_header(r, "Connection", "close");
     c->status = status;
     enum MHD_Result ok = MHD_queue_response(c->conn, (unsigned)status, r);
     MHD_destroy_response(r);
@@ -141,7 +148,17 @@ static enum MHD_Result handle_models(serve_conn *c) {
     return serve_reply_json(c, 200, s);
 }
 
+static int auth_ok(serve_conn *c);
+
+/* /health without the key when one is set: liveness only, no counters. */
+static enum MHD_Result health_minimal(serve_conn *c) {
+    int closing = __atomic_load_n(&c->srv->closing, __ATOMIC_SEQ_CST);
+    return serve_reply_json(
+        c, 200, k3_xstrdup(closing ? "{\"status\":\"closing\"}" : "{\"status\":\"ok\"}"));
+}
+
 static enum MHD_Result handle_health(serve_conn *c) {
+    if (!auth_ok(c)) return health_minimal(c);
     serve_sched_stats st = serve_sched_get_stats(c->srv->sched);
     json_t *cache =
         json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I}", "entries", st.cache_entries, "bytes",
@@ -156,6 +173,8 @@ static enum MHD_Result handle_health(serve_conn *c) {
                   "decode_tokens", (json_int_t)st.decode_tokens, "rss_bytes",
                   (json_int_t)k3_current_rss(), "prompt_cache", cache);
     json_object_set_new(doc, "batch", serve_sched_stats_json(&st));
+    json_object_set_new(doc, "limits", serve_limits_json(c->srv->o, serve_ctx_size(c->srv)));
+    json_object_set_new(doc, "paused", json_integer(st.paused));
     char *s = json_dumps(doc, JSON_COMPACT);
     json_decref(doc);
     return serve_reply_json(c, 200, s);
@@ -315,6 +334,24 @@ static int declared_too_big(serve_conn *c) {
     return cl && strtoull(cl, NULL, 10) > c->srv->o->max_body;
 }
 
+/* Host / Origin / Content-Length+chunked checks (serve/guard.h); on refusal
+ * the answer is queued and the connection closed after it. */
+static int guard_refuses(serve_conn *c) {
+    serve_guard_hdrs h = {
+        .method = c->method,
+        .host = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Host"),
+        .origin = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Origin"),
+        .content_length = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Content-Length"),
+        .transfer_encoding =
+            MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Transfer-Encoding")};
+    serve_err e;
+    if (!serve_guard_check(&c->srv->guard, &h, &e)) return 0;
+    c->close_conn = 1;
+    serve_reply_err(c, &e);
+    if (!c->status) c->status = e.status; /* for the log even if queueing failed */
+    return 1;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_size, void **con_cls) {
@@ -333,6 +370,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *con_cls = c;
         __atomic_add_fetch(&srv->inflight, 1, __ATOMIC_SEQ_CST);
         c->route = find_route(c->url, &c->rest);
+        if (guard_refuses(c)) return MHD_YES; /* Host, Origin, framing: before all else */
         if (c->route && !c->route->open && strcmp(method, "OPTIONS") && !auth_ok(c))
             return reply_unauthorized(c); /* before reading any body */
         if (!strcmp(method, "POST") && declared_too_big(c)) {
@@ -419,10 +457,14 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         log_request(c);
     }
     __atomic_sub_fetch(&c->srv->inflight, 1, __ATOMIC_SEQ_CST);
+    size_t body_cap = c->body.cap;
     k3_buf_free(&c->body);
     free(c->url);
     free(c);
     *con_cls = NULL;
+    /* a big request (body, JSON tree, prompt) leaves freed pages in the
+     * allocator's arenas: give them back to the system */
+    if (body_cap >= TRIM_AFTER) malloc_trim(0);
 }
 
 /* ---------------- daemon and shutdown ---------------- */
@@ -476,13 +518,19 @@ static struct MHD_Daemon *start_daemon(serve_server *srv, int *port_out) {
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
                      MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
     if (fam == AF_INET6) flags |= MHD_USE_IPv6;
-    unsigned idle = o->timeout_s > 0 ? (unsigned)o->timeout_s : 0;
+    /* A connection that sends nothing (an idle keep-alive, a half-sent header)
+     * or reads nothing of a stream for idle_timeout_s is closed, and one
+     * address holds at most max_conn_per_ip of the max_connections slots:
+     * a client opening many idle connections cannot lock others out. */
+    unsigned idle = o->idle_timeout_s > 0 ? (unsigned)(o->idle_timeout_s + 0.5) : 0;
+    if (o->idle_timeout_s > 0 && idle == 0) idle = 1;
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, (uint16_t)o->port, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
         NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED,
         on_completed, srv, MHD_OPTION_CONNECTION_TIMEOUT, idle, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)o->max_connections, MHD_OPTION_THREAD_STACK_SIZE, (size_t)1 << 20,
-        MHD_OPTION_END);
+        (unsigned)o->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned)(o->max_conn_per_ip > 0 ? o->max_conn_per_ip : 0), MHD_OPTION_THREAD_STACK_SIZE,
+        (size_t)1 << 20, MHD_OPTION_END);
     if (!d) {
         k3_seterr("cannot listen on %s:%d (address in use or not permitted)", o->host, o->port);
         return NULL;
@@ -538,6 +586,12 @@ int serve_run(serve_engine *e, const serve_opts *o) {
     srv.lim.test_mode = o->test_mode;
     srv.lim.aliases = o->aliases;
     srv.lim.n_aliases = o->n_aliases;
+    if (o->api_key && !*o->api_key) {
+        k3_seterr("--api-key is empty (omit it to run without authentication)");
+        return -1;
+    }
+    serve_guard_init(&srv.guard, o->host, o->allowed_hosts, o->n_allowed_hosts, o->cors_origins,
+                     o->n_cors_origins);
     serve_metrics_init(&srv.metrics);
     sigset_t set;
     block_signals(&set);
@@ -546,7 +600,9 @@ int serve_run(serve_engine *e, const serve_opts *o) {
                            .cache_budget = o->cache_budget,
                            .max_queue = o->max_queue,
                            .max_batch = o->max_batch,
-                           .max_step_tokens = o->max_step_tokens};
+                           .max_step_tokens = o->max_step_tokens,
+                           .timeout_s = o->timeout_s,
+                           .max_unread = o->max_unread};
     srv.sched = serve_sched_new(e, &so);
     if (!srv.sched) {
         serve_metrics_free(&srv.metrics);
@@ -559,6 +615,11 @@ int serve_run(serve_engine *e, const serve_opts *o) {
         serve_metrics_free(&srv.metrics);
         return -1;
     }
+    fprintf(stderr,
+            "k3 serve: limits: ctx-size %d, max-tokens %d, max-body %zu, timeout %gs, "
+            "idle-timeout %gs, max-connections %d, max-conn-per-ip %d, max-unread %zu\n",
+            serve_ctx_size(&srv), o->max_tokens_cap, o->max_body, o->timeout_s, o->idle_timeout_s,
+            o->max_connections, o->max_conn_per_ip, o->max_unread);
     fprintf(stderr, "k3 serve: model %s, listening on http://%s:%d%s\n", e->name, o->host, port,
             o->test_mode ? " (test mode)" : "");
     int sig = 0;

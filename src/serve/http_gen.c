@@ -12,6 +12,7 @@
 #include "base/err.h"
 #include "base/mem.h"
 #include "serve/http_internal.h"
+#include "serve/limits.h"
 
 #define POLL_S 0.1 /* how often a waiting connection checks its socket */
 
@@ -127,6 +128,9 @@ int serve_fit_context(const serve_server *srv, int64_t n_prompt, int *max_tokens
 static serve_job *make_job(serve_conn *c, serve_kind kind, serve_err *e) {
     serve_server *srv = c->srv;
     serve_req q;
+    /* a body whose JSON tree would cost far more than its bytes is refused
+     * before jansson builds it */
+    if (serve_json_budget(c->body.s ? c->body.s : "", c->body.n, NULL, e)) return NULL;
     if (serve_req_parse(c->body.s ? c->body.s : "", c->body.n, kind, &srv->lim, &q, e)) return NULL;
     serve_job *j = serve_job_new();
     j->req = q;

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "serve/engine.h"
+#include "serve/guard.h"
 #include "serve/metrics.h"
 #include "serve/output.h"
 #include "serve/sched.h"
@@ -22,6 +23,7 @@ typedef struct {
     int inflight; /* requests between first call and completion (atomic) */
     double t_start;
     serve_metrics metrics;
+    serve_guard guard; /* Host / Origin / framing checks (issue 12) */
 } serve_server;
 
 struct serve_conn;
@@ -42,6 +44,7 @@ typedef struct serve_conn {
     char method[16]; /* escaped copies (valid UTF-8, no control characters) */
     char path[128];  /* for messages and the log line */
     char *url;       /* the raw url, for routing */
+    int close_conn;  /* answer with Connection: close (ambiguous framing) */
     k3_buf body;
     int too_big;
     size_t drained; /* bytes dropped after the body passed the limit */

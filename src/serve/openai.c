@@ -65,9 +65,9 @@ static char *sse(json_t *doc) {
 }
 
 void serve_resp_add_logprob(serve_resp *r, json_t *entry) {
-    if (!r->lp_all) r->lp_all = json_array();
+    if (!r->lp_all && !r->streaming) r->lp_all = json_array();
     if (!r->lp_pending) r->lp_pending = json_array();
-    json_array_append(r->lp_all, entry);
+    if (!r->streaming) json_array_append(r->lp_all, entry);
     json_array_append_new(r->lp_pending, entry);
 }
 

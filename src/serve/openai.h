@@ -38,6 +38,9 @@ typedef struct {
      * attached to a streamed chunk */
     json_t *lp_all, *lp_pending;
     long long lp_offset; /* completions text_offset of the next streamed entry */
+    int streaming;       /* set by the caller: lp_all is not kept (a stream's entries
+                            go out with their chunks; keeping them all grew a long
+                            stream with top_logprobs by ~20 KB per token) */
 } serve_resp;
 
 /* id_seq makes the response id unique within this process. */

@@ -34,6 +34,7 @@ int serve_output_init(serve_output *o, const serve_engine *e, const serve_req *q
         if (l - 1 > o->stop_hold) o->stop_hold = l - 1;
     }
     serve_resp_init(&o->resp, q->kind, e->name, seq_no);
+    o->resp.streaming = q->stream;
     /* Drop control tokens whose `special` flag is set (<|end_of_msg|>,
      * reserved ids, media...): they are never text. <|open|>, <|close|> and
      * <|sep|> are kept so the channel parser sees the XTML markers. */

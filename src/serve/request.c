@@ -439,6 +439,13 @@ static int parse_output_options(serve_req *q, serve_err *err) {
 static int parse_test_fields(serve_req *q, const serve_limits *lim, serve_err *err) {
     json_t *ft = opt(q->root, "k3_test_force_tokens");
     json_t *fx = opt(q->root, "k3_test_force_text");
+    json_t *dl = opt(q->root, "k3_test_prefill_deadline_tokens");
+    if (dl && !lim->test_mode)
+        return serve_err_set(err, 400, NULL, "k3_test_prefill_deadline_tokens", "test_mode_only",
+                             "Test fields are only accepted by a server started with --test-mode.");
+    if (dl && get_int(q->root, "k3_test_prefill_deadline_tokens", 0, INT64_MAX,
+                      &q->has_test_deadline_tokens, &q->test_deadline_tokens, err))
+        return -1;
     if (!ft && !fx) return 0;
     if (!lim->test_mode)
         return serve_err_set(err, 400, NULL, ft ? "k3_test_force_tokens" : "k3_test_force_text",

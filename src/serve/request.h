@@ -87,6 +87,10 @@ typedef struct {
     json_t *force_tokens;
     const char *force_text;
     size_t force_text_len;
+    /* Test mode only (k3_test_prefill_deadline_tokens): the --timeout
+     * deadline counts as passed once this many prompt tokens were fed. */
+    int has_test_deadline_tokens;
+    long long test_deadline_tokens;
 } serve_req;
 
 /* Parse body[0..len). Returns 0 and fills *req (free with serve_req_free), or

@@ -24,6 +24,7 @@
 #include "gen/sampler.h"
 #include "k3.h"
 #include "serve/engine.h"
+#include "serve/limits.h"
 #include "serve/logprobs.h"
 #include "serve/pcache.h"
 #include "text/xtml.h"
@@ -41,6 +42,7 @@ struct serve_sched {
     int n_queued, stop;
     serve_job **active; /* worker-private list, in arrival order */
     int n_active;
+    int n_paused; /* jobs left out of this step for backpressure */
     serve_sched_stats st;
     unsigned long long seq_no;
     int rr;               /* rotation of the decodes when more than max_batch */
@@ -340,9 +342,30 @@ static int admit(serve_sched *s, int *stopping) {
     return go;
 }
 
+/* Issue 12 limits for a started job: a prompt past its --timeout deadline
+ * ends with 504 (checked before each chunk); a stream whose client left
+ * more than max_unread bytes untaken sits out this step (backpressure; the
+ * idle timeout or --timeout ends it). Returns 1 when the job left. */
+static int job_limits(serve_sched *s, serve_job *j, k3_buf *b) {
+    if (!j->decoding && j->n_fed < j->n_prompt && serve_job_prefill_expired(j, k3_now())) {
+        j->output_ready = 0;
+        serve_job_timeout_body(j, s->o.timeout_s, b);
+        job_finish(s, j, "timeout", b);
+        return 1;
+    }
+    j->paused = j->req.stream && serve_job_unread_over(j, s->o.max_unread);
+    if (j->paused && j->deadline > 0 && k3_now() > j->deadline) {
+        job_finish(s, j, "length", b); /* a reader stalled past --timeout */
+        return 1;
+    }
+    s->n_paused += j->paused;
+    return 0;
+}
+
 /* Retire cancelled jobs, start new ones (a whole-prompt cache hit decodes
  * at once). Slots of jobs that left become NULL. */
 static void prepare(serve_sched *s, int stopping, k3_buf *b) {
+    s->n_paused = 0;
     for (int i = 0; i < s->n_active; i++) {
         serve_job *j = s->active[i];
         if (!j) continue;
@@ -353,14 +376,20 @@ static void prepare(serve_sched *s, int stopping, k3_buf *b) {
             s->active[i] = NULL;
             continue;
         }
-        if (j->seq) continue;
-        if (job_start(s, j, b)) {
-            job_fail(s, j, b);
-            s->active[i] = NULL;
-            continue;
+        if (!j->seq) {
+            if (job_start(s, j, b)) {
+                job_fail(s, j, b);
+                s->active[i] = NULL;
+                continue;
+            }
+            if (b->n) job_emit(j, b, 0);
+            if (j->n_fed == j->n_prompt && on_logits(s, j, b)) {
+                s->active[i] = NULL;
+                continue;
+            }
         }
-        if (b->n) job_emit(j, b, 0);
-        if (j->n_fed == j->n_prompt && on_logits(s, j, b)) s->active[i] = NULL;
+        b->n = 0;
+        if (job_limits(s, j, b)) s->active[i] = NULL;
     }
 }
 
@@ -372,19 +401,19 @@ static int build_batch(serve_sched *s) {
     int64_t tokens = 0, max_t = s->o.max_step_tokens;
     int waiting = 0, ndec = 0;
     for (int i = 0; i < s->n_active; i++)
-        if (s->active[i]) s->active[i]->decoding ? ndec++ : waiting++;
+        if (s->active[i] && !s->active[i]->paused) s->active[i]->decoding ? ndec++ : waiting++;
     int dec_b = max_b - (waiting > 0), dec_t = (int)(max_t - (waiting > 0));
     if (ndec > dec_b || ndec > dec_t) s->rr++;
     for (int k = 0; k < s->n_active; k++) {
         serve_job *j = s->active[(k + s->rr) % s->n_active];
-        if (!j || !j->decoding || nb >= dec_b || tokens >= dec_t) continue;
+        if (!j || j->paused || !j->decoding || nb >= dec_b || tokens >= dec_t) continue;
         s->items[nb] = (k3_batch_item){j->seq, &j->pending, 1, j->logits};
         s->item_job[nb++] = j;
         tokens++;
     }
     for (int i = 0; i < s->n_active && nb < max_b && tokens < max_t; i++) {
         serve_job *j = s->active[i];
-        if (!j || j->decoding) continue;
+        if (!j || j->paused || j->decoding) continue;
         int64_t n = j->n_prompt - j->n_fed, room = max_t - tokens;
         if (n > s->o.prefill_chunk) n = s->o.prefill_chunk;
         if (n > room) n = room;
@@ -435,6 +464,16 @@ static void step_failed(serve_sched *s, int nb, k3_buf *b) {
     }
 }
 
+/* Nothing could be stepped (every job paused for backpressure): sleep until
+ * a submission or 5 ms instead of spinning. */
+static void wait_paused(serve_sched *s) {
+    struct timespec ts;
+    abs_deadline(&ts, 0.005);
+    pthread_mutex_lock(&s->mu);
+    if (!s->queue_head && !s->stop) pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+    pthread_mutex_unlock(&s->mu);
+}
+
 static void *worker_main(void *arg) {
     serve_sched *s = arg;
     k3_buf b = {0};
@@ -457,6 +496,10 @@ static void *worker_main(void *arg) {
         for (int i = 0; i < s->n_active; i++)
             if (s->active[i]) s->active[kept++] = s->active[i];
         s->n_active = kept;
+        pthread_mutex_lock(&s->mu);
+        s->st.paused = s->n_paused;
+        pthread_mutex_unlock(&s->mu);
+        if (!nb && kept) wait_paused(s); /* every job waits for its reader */
     }
     k3_buf_free(&b);
     return NULL;

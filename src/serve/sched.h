@@ -68,6 +68,7 @@ typedef struct serve_job {
     int64_t n_fed;   /* prompt tokens consumed by seq so far */
     int32_t pending; /* decode: the sampled token the next step feeds */
     int decoding;    /* the prompt is consumed: each step feeds `pending` */
+    int paused;      /* left out of this step: its stream reader is behind */
     int64_t *marks;  /* prompt positions after which a snapshot is taken (ascending) */
     int n_marks, next_mark;
     struct serve_job *next;
@@ -80,11 +81,14 @@ typedef struct {
     int max_step_tokens; /* tokens per step, decodes + prefill chunks (0 = 512) */
     int prefill_chunk;   /* prompt tokens of one job per step */
     size_t cache_budget; /* prompt-cache bytes (0 = off) */
+    double timeout_s;    /* --timeout, for the 504 message (deadlines are per job) */
+    size_t max_unread;   /* a stream with more untaken bytes is paused (0 = never) */
 } serve_sched_opts;
 
 /* The counters /health (and /metrics) report: a copy taken under the locks. */
 typedef struct {
     int active, queued;
+    int paused; /* streams not stepped last round: their client left max_unread bytes unread */
     uint64_t requests_done, prefill_tokens, decode_tokens;
     uint64_t steps;          /* k3_forward_batch calls */
     uint64_t step_sequences; /* sum over steps of the sequences in them */

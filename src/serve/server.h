@@ -36,6 +36,12 @@ typedef struct {
     const char *const *cors_origins; /* --cors-origin values ("*" = any); none: no CORS */
     int n_cors_origins;
     int ctx_size; /* prompt + generated tokens per request; 0: the model's (or unlimited) */
+    /* issue 12 hardening */
+    const char *const *allowed_hosts; /* --allowed-host: Host names accepted besides loopback */
+    int n_allowed_hosts;
+    int max_conn_per_ip;   /* connections one client address may hold (0: no limit) */
+    double idle_timeout_s; /* a connection idle (or not reading) this long is closed (0: none) */
+    size_t max_unread;     /* stream bytes a client may leave unread before generation pauses */
 } serve_opts;
 
 void serve_opts_default(serve_opts *o);

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../.."
 . tests/serve/lib.sh
 
 serve_start --api-key sekrit || { echo "FAIL serve_badbytes_start"; exit 1; }
-python3 - "$SERVE_PORT" <<'PY'
+python3 - "$SERVE_PORT" <<'PY' || echo "FAIL $(basename "$0" .sh)_script (exit $?)"
 import sys
 sys.path.insert(0, "tests/serve")
 from rawhttp import request, get, error_doc_ok
