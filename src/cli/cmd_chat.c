@@ -1,12 +1,13 @@
 /* cmd_chat.c — `k3 chat`: interactive multi-turn chat in the terminal.
  *
- * One line of stdin is one user turn. The conversation lives in a single
- * sequence cache: each turn prefills only its new tokens (the previous
- * answer's closing tags + the new user message + the assistant opener).
- * Commands: /clear (forget the conversation), /thinking on|off, /help,
- * /exit (or end of input). Ctrl-C stops the current answer and returns to
- * the prompt; at the prompt it only prints a hint. */
+ * One line of stdin is one user turn (several with a trailing backslash or
+ * between """ lines; line editing and history on a terminal: cli/lineedit.h). The conversation
+ * lives in a single sequence cache: each turn prefills only its new tokens (the previous answer's
+ * closing tags + the new user message + the assistant opener). Commands: /clear (forget the
+ * conversation), /thinking on|off, /help, /exit (or end of input). Ctrl-C stops the current answer
+ * and returns to the prompt; at the prompt it only prints a hint. */
 #include "cli/cli.h"
+#include "cli/lineedit.h"
 
 #include "base/err.h"
 #include "base/mem.h"
@@ -149,7 +150,9 @@ static int command(chat *c, const char *line) {
         printf("[thinking %s]\n", c->thinking ? "on" : "off");
     } else if (!strcmp(line, "/help")) {
         printf("/clear  forget the conversation\n/thinking on|off\n/exit   leave (or Ctrl-D)\n"
-               "Ctrl-C  stop the current answer\n");
+               "Ctrl-C  stop the current answer\n"
+               "a line ending in \\ continues the message on the next line; \"\"\" on a line of "
+               "its own\nopens and closes a message of several lines\n");
     } else {
         printf("[unknown command %s; /help lists them]\n", line);
     }
@@ -157,40 +160,21 @@ static int command(chat *c, const char *line) {
     return 1;
 }
 
-/* Next input line without its newline; NULL at end of input. */
-static char *read_line(chat *c, char **buf, size_t *cap) {
-    for (;;) {
-        if (c->interactive) {
-            fputs(">> ", stdout);
-            fflush(stdout);
-        }
-        errno = 0;
-        ssize_t n = getline(buf, cap, stdin);
-        if (n >= 0) {
-            while (n > 0 && ((*buf)[n - 1] == '\n' || (*buf)[n - 1] == '\r')) (*buf)[--n] = 0;
-            return *buf;
-        }
-        if (errno != EINTR) return NULL;
-        clearerr(stdin);
-        interrupted = 0;
-        printf("\n[Ctrl-C stops an answer; /exit or Ctrl-D leaves]\n");
-    }
-}
-
 static int loop(chat *c) {
-    char *buf = NULL;
-    size_t cap = 0;
     int rc = 0;
-    if (c->interactive) printf("[k3] chat: type a message, /help for commands\n");
+    if (c->interactive)
+        printf("[k3] chat: type a message, /help for commands; end a line with \\ or put \"\"\"\n"
+               "[k3] on lines of their own around a message to write several lines\n");
+    cli_lines *in = cli_lines_open(c->interactive, &interrupted);
     const char *line;
-    while (!rc && (line = read_line(c, &buf, &cap))) {
+    while (!rc && (line = cli_lines_next(in))) {
         if (!*line) continue;
         int cmd = command(c, line);
         if (cmd < 0) break;
         if (cmd) continue;
         rc = answer(c, line);
     }
-    free(buf);
+    cli_lines_close(in);
     return rc;
 }
 
