@@ -3,14 +3,23 @@
  * completions body, in normal and test mode. It must never crash, leak or
  * read out of bounds, and every rejection must carry a 4xx status and a
  * message that serializes to a valid OpenAI error document in valid UTF-8
- * (issue 12: a non-UTF-8 message made serve_err_json return NULL). The
- * input is also used as a method and path quoted into the 404 message. */
+ * (issue 12: a non-UTF-8 message made serve_err_json return NULL).
+ *
+ * The input is also taken as a whole request, "METHOD PATH\nName: value\n...
+ * \n\nBODY", and sent down the server's pre-generation path in the order
+ * http.c uses: escaped method/path for the log, the Host/Origin/framing guard
+ * (serve/guard.h), the 404 message, the JSON budget pre-scan
+ * (serve/limits.h), then the body parser; every refusal on the way must be
+ * a 4xx with a valid UTF-8 error document. */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/utf8safe.h"
+#include "serve/guard.h"
+#include "serve/limits.h"
 #include "serve/request.h"
 
 static void check_error(const serve_err *e) {
@@ -57,8 +66,98 @@ static void check_method_path(const uint8_t *data, size_t size) {
     free(m);
 }
 
+/* A log-mode escape: valid UTF-8 without control characters. */
+static void check_log_escape(const char *s, size_t n, size_t cap) {
+    char out[160];
+    size_t m = k3_utf8_escape(out, cap, s, n, K3_UTF8_CTRL);
+    if (m >= cap || !k3_utf8_valid(out, m)) abort();
+    for (size_t i = 0; i < m; i++)
+        if ((unsigned char)out[i] < 0x20 || out[i] == 0x7f) abort();
+}
+
+/* The value of header `name` in the header block (NUL-terminated lines). */
+static const char *header(char **names, char **values, int n, const char *name) {
+    for (int i = 0; i < n; i++)
+        if (!strcasecmp(names[i], name)) return values[i];
+    return NULL;
+}
+
+static void check_request(const uint8_t *data, size_t size) {
+    char *r = malloc(size + 1);
+    memcpy(r, data, size);
+    r[size] = 0;
+    char *line_end = memchr(r, '\n', size);
+    char *hdr = line_end ? line_end + 1 : r + size;
+    if (line_end) *line_end = 0;
+    char *sp = strchr(r, ' ');
+    const char *method = r, *path = sp ? sp + 1 : "/";
+    if (sp) *sp = 0;
+    check_log_escape(method, strlen(method), 16); /* serve_conn.method / .path */
+    check_log_escape(path, strlen(path), 128);
+    char *names[16], *values[16];
+    int nh = 0;
+    const char *body = r + size;
+    while (hdr < r + size) {
+        char *e = memchr(hdr, '\n', (size_t)(r + size - hdr));
+        if (e) *e = 0;
+        if (!*hdr) { /* blank line: the body follows */
+            body = e ? e + 1 : r + size;
+            break;
+        }
+        char *colon = strchr(hdr, ':');
+        if (colon && nh < 16) {
+            *colon = 0;
+            names[nh] = hdr;
+            values[nh++] = colon[1] == ' ' ? colon + 2 : colon + 1;
+        }
+        if (!e) break;
+        hdr = e + 1;
+    }
+    size_t body_len = (size_t)(r + size - body);
+    static const char *const hosts[] = {"k3.internal"};
+    static const char *const origins[] = {"https://ok.example"};
+    serve_guard g;
+    serve_guard_init(&g, size & 1 ? "127.0.0.1" : "0.0.0.0", hosts, (int)(size & 2 ? 1 : 0),
+                     origins, 1);
+    serve_guard_hdrs h = {.method = method,
+                          .host = header(names, values, nh, "Host"),
+                          .origin = header(names, values, nh, "Origin"),
+                          .content_length = header(names, values, nh, "Content-Length"),
+                          .transfer_encoding = header(names, values, nh, "Transfer-Encoding")};
+    serve_err e;
+    memset(&e, 0, sizeof e);
+    if (h.host && !strcasecmp(h.host, "localhost") && !serve_host_allowed(&g, h.host)) abort();
+    if (!g.loopback_bind && !g.n_hosts && !serve_host_allowed(&g, h.host)) abort();
+    if (serve_guard_check(&g, &h, &e)) {
+        check_error(&e);
+        free(r);
+        return;
+    }
+    serve_err_set(&e, 404, NULL, NULL, "not_found", "Unknown endpoint %s %s.", method, path);
+    check_error(&e);
+    serve_json_count cnt;
+    if (serve_json_budget(body, body_len, &cnt, &e)) {
+        check_error(&e);
+    } else {
+        if (cnt.depth > SERVE_JSON_MAX_DEPTH || cnt.containers > SERVE_JSON_MAX_CONTAINERS ||
+            cnt.values > SERVE_JSON_MAX_VALUES)
+            abort();
+        serve_limits lim = {.model_name = "tiny", .max_tokens_cap = 64, .test_mode = 1};
+        serve_req q;
+        if (serve_req_parse(body, body_len, size & 4 ? SERVE_COMPLETION : SERVE_CHAT, &lim, &q,
+                            &e) == 0) {
+            check_ok(&q, &lim);
+            serve_req_free(&q);
+        } else {
+            check_error(&e);
+        }
+    }
+    free(r);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     check_method_path(data, size);
+    check_request(data, size);
     for (int mode = 0; mode < 4; mode++) {
         serve_limits lim = {.model_name = "tiny", .max_tokens_cap = 64, .test_mode = mode & 1};
         serve_kind kind = mode & 2 ? SERVE_COMPLETION : SERVE_CHAT;

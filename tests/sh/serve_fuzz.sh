@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# serve_fuzz.sh — builds the request-body fuzz target and runs it briefly on a
-# small seed corpus of valid and broken OpenAI requests.
+# serve_fuzz.sh — builds the request fuzz target (body parser, and whole
+# requests through the Host/Origin/framing guard and the JSON budget) and runs
+# it briefly on a small seed corpus of valid and broken OpenAI requests.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/sh/lib/fuzz.bash
@@ -15,4 +16,10 @@ printf '{"messages":[{"role":"user","content":"\xff"}]}' >"$corpus/4"
 printf '{"model":"%s\xc3\xa9","messages":[]}' "$(printf 'a%.0s' $(seq 1 199))" >"$corpus/5"
 printf '{"a": "x\\\xc3\xa9"}' >"$corpus/6"
 printf 'G\xc3T /\xff' >"$corpus/7"
-fuzz_build fuzz_http_request src/serve/request.c && fuzz_run fuzz_http_request "$corpus"
+# whole requests: request line, headers (Host, Origin, framing), body
+printf 'POST /v1/chat/completions\nHost: localhost:8000\nOrigin: https://ok.example\nContent-Length: 60\n\n{"messages":[{"role":"user","content":"Hi"}],"max_tokens":3}' >"$corpus/8"
+printf 'POST /v1/completions\nHost: [::1]:80\nOrigin: null\n\n{"prompt":"x"}' >"$corpus/9"
+printf 'GET /%%ff\nHost: evil.example\nContent-Length: 5\nTransfer-Encoding: chunked\n\n' >"$corpus/10"
+printf 'POST /v1/chat/completions\nHost: k3.internal\n\n[[[[[[[[[[{},{},{},{"a":[1,2,3]}]]]]]]]]]' >"$corpus/11"
+fuzz_build fuzz_http_request src/serve/request.c src/serve/guard.c src/serve/limits.c &&
+    fuzz_run fuzz_http_request "$corpus"
