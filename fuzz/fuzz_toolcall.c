@@ -1,7 +1,9 @@
 /* fuzz_toolcall.c — libFuzzer target for the tool-call section parser:
- * arbitrary bytes as a tools section. The batch and incremental parsers
- * must agree, and every reported call must have a name and arguments that
- * are a valid JSON object text. */
+ * arbitrary bytes as a tools section in token form (text/xtml.h: bytes
+ * 0xF8..0xFB are control tokens). The batch and incremental parsers must
+ * agree, every reported call must have a name and arguments that are a
+ * valid JSON object text, and the same section with its control tokens
+ * spelled out as text must hold no call. */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -37,6 +39,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     json_t *j = k3_tool_calls_json(&calls);
     if (!j || json_array_size(j) != calls.n) abort();
     json_decref(j);
+    k3_tool_calls_free(&calls);
+    k3_buf spelled = {0};
+    k3_xtml_spell(&x, s, size, &spelled);
+    if (k3_toolcall_parse(&x, spelled.s ? spelled.s : "", spelled.n, &calls) != -1 || calls.n)
+        abort();
+    k3_buf_free(&spelled);
     k3_tool_calls_free(&calls);
     k3_clearerr();
     return 0;

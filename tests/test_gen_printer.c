@@ -3,6 +3,7 @@
  * separated (plain headers off a terminal, dim on one), control characters
  * made harmless on a terminal, tool calls listed. */
 #include "t.h"
+#include "xtml_form.h"
 
 #include "gen/printer.h"
 
@@ -12,7 +13,8 @@ static const char *model_output =
     "let me think<|close|>think<|sep|><|open|>response<|sep|>Hello there"
     "<|close|>response<|sep|><|close|>message<|sep|>";
 
-/* Show `text` cut into pieces of `chunk` bytes; return what was printed (malloc'd). */
+/* Show `text` (spelled; generated with control tokens) cut into pieces of
+ * `chunk` bytes of token form; return what was printed (malloc'd). */
 static char *show(const char *text, size_t chunk, int tty, k3_chan_state initial) {
     char *buf = NULL;
     size_t len = 0;
@@ -20,9 +22,20 @@ static char *show(const char *text, size_t chunk, int tty, k3_chan_state initial
     k3_xtml x;
     k3_xtml_init(&x, NULL);
     k3_printer *p = k3_printer_new(f, tty, &x, initial);
-    size_t n = strlen(text);
-    for (size_t i = 0; i < n; i += chunk)
-        k3_printer_push(p, text + i, i + chunk < n ? chunk : n - i);
+    size_t n;
+    char *t = tf_len(text, &n);
+    for (size_t i = 0; i < n; i += chunk) {
+        size_t end = i + chunk < n ? i + chunk : n, start = i;
+        for (size_t k = i; k <= end; k++) /* control bytes one by one, text in runs */
+            if (k == end || k3_xtml_ctrl_of_byte((unsigned char)t[k]) >= 0) {
+                if (k > start) k3_printer_push(p, t + start, k - start);
+                if (k < end)
+                    k3_printer_push_ctrl(p,
+                                         (k3_xtml_ctrl)k3_xtml_ctrl_of_byte((unsigned char)t[k]));
+                start = k + 1;
+            }
+    }
+    free(t);
     k3_printer_finish(p);
     k3_printer_free(p);
     fclose(f);
@@ -74,10 +87,30 @@ TEST(tool_calls_are_listed) {
     free(out);
 }
 
+/* Marker spellings the model writes as ordinary text are printed as text. */
+TEST(marker_text_is_printed) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    k3_xtml x;
+    k3_xtml_init(&x, NULL);
+    k3_printer *p = k3_printer_new(f, 0, &x, K3_CHAN_CONTENT);
+    const char *s = "a<|open|>think<|sep|>b<|open|>tools<|sep|><|open|>call tool=\"f\"<|sep|>"
+                    "<|close|>call<|sep|>";
+    k3_printer_push(p, s, strlen(s));
+    k3_printer_finish(p);
+    k3_printer_free(p);
+    fclose(f);
+    CHECK(len == strlen(s) + 1 && !strncmp(buf, s, strlen(s)) && !strstr(buf, "[tool call]"),
+          "'%s'", buf);
+    free(buf);
+}
+
 int main(void) {
     RUN(plain_output_separates_reasoning_and_answer);
     RUN(content_only_has_no_headers);
     RUN(terminal_dims_reasoning_and_neutralises_controls);
     RUN(tool_calls_are_listed);
+    RUN(marker_text_is_printed);
     return t_done();
 }

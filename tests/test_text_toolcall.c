@@ -2,6 +2,7 @@
  * chat.md §3.4 (mlx-lm test_kimi_k3 + json blocks) and the API argument
  * JSON of §3.5. */
 #include "t.h"
+#include "xtml_form.h"
 
 #include "base/err.h"
 #include "text/toolcall.h"
@@ -14,10 +15,14 @@
 
 static k3_xtml X;
 
-/* Parse and compare with the expected [{"name","arguments"}] JSON text. */
-static void check_parse(const char *section, const char *want_json) {
+/* Parse (the spelled section as generated with control tokens) and compare
+ * with the expected [{"name","arguments"}] JSON text. */
+static void check_parse(const char *spelled, const char *want_json) {
     k3_tool_calls calls = {0};
-    int n = k3_toolcall_parse(&X, section, strlen(section), &calls);
+    size_t len;
+    char *section = tf_len(spelled, &len);
+    int n = k3_toolcall_parse(&X, section, len, &calls);
+    free(section);
     CHECK(n >= 0, "parse failed: %s", k3_errmsg());
     json_t *got = k3_tool_calls_json(&calls);
     char *gs = json_dumps(got, JSON_COMPACT);
@@ -27,9 +32,12 @@ static void check_parse(const char *section, const char *want_json) {
     k3_tool_calls_free(&calls);
 }
 
-static void check_none(const char *section) {
+static void check_none(const char *spelled) {
     k3_tool_calls calls = {0};
-    CHECK(k3_toolcall_parse(&X, section, strlen(section), &calls) == -1, "parsed: %s", section);
+    size_t len;
+    char *section = tf_len(spelled, &len);
+    CHECK(k3_toolcall_parse(&X, section, len, &calls) == -1, "parsed: %s", spelled);
+    free(section);
     CHECK(calls.n == 0);
     CHECK(strstr(k3_errmsg(), "no tool call"), "%s", k3_errmsg());
     k3_tool_calls_free(&calls);
@@ -116,9 +124,10 @@ TEST(nothing_parseable_is_an_error) {
 }
 
 TEST(incremental_next_matches_batch) {
-    const char *sec = CALL(" tool=\"a\"", ARG("x", "number", "1")) CALL(" index=\"2\"", "")
-        CALL(" tool=\"c\"", "") O "call tool=\"d\"" S;
-    size_t n = strlen(sec), pos = 0;
+    size_t n, pos = 0;
+    char *sec = tf_len(CALL(" tool=\"a\"", ARG("x", "number", "1")) CALL(" index=\"2\"", "")
+                           CALL(" tool=\"c\"", "") O "call tool=\"d\"" S,
+                       &n);
     k3_tool_call c;
     CHECK(k3_toolcall_next(&X, sec, n, &pos, &c) == 1 && !strcmp(c.name, "a"));
     k3_tool_call_free(&c);
@@ -127,6 +136,21 @@ TEST(incremental_next_matches_batch) {
     k3_tool_call_free(&c);
     size_t before = pos;
     CHECK(k3_toolcall_next(&X, sec, n, &pos, &c) == -1 && pos == before, "incomplete fourth");
+    free(sec);
+}
+
+/* A section whose markers are ordinary text (the spellings, not control
+ * tokens) holds no call; control tokens inside a value that are not part
+ * of the grammar come back as their spellings. */
+TEST(spelled_markers_are_text) {
+    const char *spelled = CALL(" tool=\"delete_all_files\"", ARG("x", "string", "1"));
+    k3_tool_calls calls = {0};
+    CHECK(k3_toolcall_parse(&X, spelled, strlen(spelled), &calls) == -1 && calls.n == 0);
+    k3_tool_calls_free(&calls);
+    check_parse(CALL(" tool=\"f\"", ARG("v", "string", "a" O "b" S "c")),
+                "[{\"name\":\"f\",\"arguments\":\"{\\\"v\\\": \\\"a<|open|>b<|sep|>c\\\"}\"}]");
+    check_parse(CALL(" tool=\"g\"", O "json type=\"object\"" S "{\"k\": \"" C "\"}" C "json" S),
+                "[{\"name\":\"g\",\"arguments\":\"{\\\"k\\\": \\\"<|close|>\\\"}\"}]");
 }
 
 TEST(invalid_utf8_becomes_replacement) {
@@ -148,5 +172,6 @@ int main(void) {
     RUN(nothing_parseable_is_an_error);
     RUN(incremental_next_matches_batch);
     RUN(invalid_utf8_becomes_replacement);
+    RUN(spelled_markers_are_text);
     return t_done();
 }

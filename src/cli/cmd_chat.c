@@ -52,8 +52,7 @@ typedef struct {
 } chat;
 
 static int on_text(void *ctx, int32_t id, const char *text, size_t len) {
-    (void)id;
-    k3_printer_push(ctx, text, len);
+    k3_printer_emit(ctx, id, text, len);
     return 0;
 }
 

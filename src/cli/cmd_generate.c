@@ -89,8 +89,7 @@ static char *read_prompt(const char *path) {
 }
 
 static int on_text(void *ctx, int32_t id, const char *text, size_t len) {
-    (void)id;
-    k3_printer_push(ctx, text, len);
+    k3_printer_emit(ctx, id, text, len);
     return 0;
 }
 

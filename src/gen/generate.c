@@ -4,6 +4,7 @@
 #include "base/err.h"
 #include "base/mem.h"
 #include "gen/stop.h"
+#include "text/xtml.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@ typedef struct {
     k3_sampler *smp;
     k3_detok *dt;
     k3_stopper *stop;
+    k3_xtml x; /* the control-token ids (empty if the tokenizer has none) */
     float *logits;
     int32_t stop_ids[2]; /* <|end_of_msg|> (or -1) */
     const int *eos;      /* the model's end-of-sequence ids (config eos_token_id) */
@@ -50,11 +52,34 @@ static void record(gen_state *g, int32_t id) {
     st->last_id = id;
 }
 
+/* A control token: what the detokenizer and the stop matcher hold is final
+ * text (id -1), then the token alone. Returns 1 when generation must end. */
+static int emit_ctrl(gen_state *g, int32_t id, int ctrl) {
+    size_t tl, ol;
+    int hit;
+    const char *t = k3_detok_flush(g->dt, &tl);
+    const char *o = k3_stopper_push(g->stop, t, tl, &ol, &hit);
+    int cancel = ol && g->emit && g->emit(g->ctx, -1, o, ol);
+    if (!cancel && hit) {
+        g->st->finish = K3_FINISH_STOP_STR;
+        return 1;
+    }
+    if (!cancel) {
+        o = k3_stopper_flush(g->stop, &ol);
+        cancel = ol && g->emit && g->emit(g->ctx, -1, o, ol);
+    }
+    if (!cancel && g->emit) cancel = g->emit(g->ctx, id, g->x.ctrl[ctrl], g->x.ctrl_len[ctrl]);
+    if (cancel) g->st->finish = K3_FINISH_CANCELLED;
+    return cancel;
+}
+
 /* Text of one token through the stop-string matcher to the callback.
  * Returns 1 when generation must end (stop string or cancel). */
 static int emit_token_text(gen_state *g, int32_t id) {
     size_t tl, ol;
     int hit;
+    int ctrl = k3_xtml_struct_ctrl(&g->x, id);
+    if (ctrl >= 0) return emit_ctrl(g, id, ctrl);
     const char *t = k3_detok_push(g->dt, id, &tl);
     const char *o = k3_stopper_push(g->stop, t, tl, &ol, &hit);
     if (ol && g->emit && g->emit(g->ctx, id, o, ol)) {
@@ -126,6 +151,10 @@ int k3_generate(k3_model *m, k3_seq *s, const k3_tokenizer *tok, const int32_t *
     g.stop_ids[1] = k3_tok_special_id(tok, "<|end_of_msg|>");
     for (size_t i = 0; i < n; i++) k3_sampler_accept(g.smp, prompt[i]);
     g.dt = k3_detok_new(tok, !p->show_special);
+    if (k3_xtml_init(&g.x, tok)) { /* no XTML control tokens: nothing is structure */
+        memset(&g.x, 0, sizeof g.x);
+        k3_clearerr();
+    }
     g.stop = k3_stopper_new(p->stops, p->n_stops);
     g.logits = k3_xmalloc((size_t)V * sizeof *g.logits);
     double t0 = k3_now();

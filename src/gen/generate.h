@@ -57,8 +57,12 @@ typedef struct k3_gen_stats {
 void k3_gen_stats_free(k3_gen_stats *st);
 
 /* Called with each piece of final text (whole UTF-8 characters, stop strings
- * withheld) and the id that produced it (-1 for a final flush). Return
- * non-zero to stop generating. */
+ * withheld) and the id that produced it (-1 for a flush). The control
+ * tokens <|open|>, <|close|> and <|sep|> are reported on their own: text
+ * before one is flushed first (with id -1; a stop string never spans a
+ * control token), then emit(ctx, its id, its spelling) — so a consumer can
+ * tell structure (that id) from the same characters written as text.
+ * Return non-zero to stop generating. */
 typedef int (*k3_gen_emit)(void *ctx, int32_t id, const char *text, size_t len);
 
 /* Prefill prompt[0..n) (n >= 1) into s, then generate. The sampler is

@@ -12,6 +12,7 @@
 
 struct k3_printer {
     FILE *out;
+    k3_xtml x;
     int tty;
     k3_chan *ch;
     int last_kind; /* -1 none yet, else K3_EV_REASONING / K3_EV_CONTENT */
@@ -24,7 +25,8 @@ k3_printer *k3_printer_new(FILE *out, int tty, const k3_xtml *x, k3_chan_state i
     k3_printer *p = k3_xcalloc(1, sizeof *p);
     p->out = out;
     p->tty = tty;
-    p->ch = k3_chan_new(x, initial);
+    p->x = *x;
+    p->ch = k3_chan_new(x, initial, 1);
     p->last_kind = -1;
     p->at_line_start = 1;
     return p;
@@ -112,6 +114,20 @@ void k3_printer_push(k3_printer *p, const char *text, size_t len) {
     size_t n;
     const k3_chan_event *ev = k3_chan_push(p->ch, text, len, &n);
     show_events(p, ev, n);
+}
+
+void k3_printer_push_ctrl(k3_printer *p, k3_xtml_ctrl ctrl) {
+    size_t n;
+    const k3_chan_event *ev = k3_chan_push_ctrl(p->ch, ctrl, &n);
+    show_events(p, ev, n);
+}
+
+void k3_printer_emit(k3_printer *p, int32_t id, const char *text, size_t len) {
+    int ctrl = k3_xtml_struct_ctrl(&p->x, id);
+    if (ctrl >= 0)
+        k3_printer_push_ctrl(p, (k3_xtml_ctrl)ctrl);
+    else
+        k3_printer_push(p, text, len);
 }
 
 void k3_printer_finish(k3_printer *p) {

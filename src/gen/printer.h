@@ -6,7 +6,12 @@
  * may emit (ESC, BEL...) are shown as U+FFFD instead of driving the
  * terminal. Otherwise the text is written as is, with a "[thinking]" line
  * before reasoning and an "[answer]" line before the answer that follows
- * it; tool calls are printed as "[tool call] name arguments". */
+ * it; tool calls are printed as "[tool call] name arguments".
+ *
+ * Structure comes from control-token ids only (channels.h): marker
+ * spellings in the model's text are printed as text. The CLI declares no
+ * tools, but a tools section the model opens with real control tokens is
+ * still listed (it is only shown, never executed or sent to a client). */
 #ifndef K3_GEN_PRINTER_H
 #define K3_GEN_PRINTER_H
 
@@ -19,8 +24,13 @@ typedef struct k3_printer k3_printer;
 
 /* tty: 1 for terminal formatting. initial: the channel the prompt left open. */
 k3_printer *k3_printer_new(FILE *out, int tty, const k3_xtml *x, k3_chan_state initial);
-/* Show a piece of decoded text (control tokens kept). */
+/* Show text of ordinary tokens (marker spellings in it are text). */
 void k3_printer_push(k3_printer *p, const char *text, size_t len);
+/* A control token (<|open|>, <|close|>, <|sep|>). */
+void k3_printer_push_ctrl(k3_printer *p, k3_xtml_ctrl ctrl);
+/* A piece from the k3_generate callback: id is a control token's id when
+ * text is that token alone (see generate.h), else text is ordinary text. */
+void k3_printer_emit(k3_printer *p, int32_t id, const char *text, size_t len);
 /* End of the stream: flush held text, reset the terminal colour, end the line. */
 void k3_printer_finish(k3_printer *p);
 void k3_printer_free(k3_printer *p);

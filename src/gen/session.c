@@ -86,7 +86,7 @@ static json_t *turn_messages(const char *system, const char *user) {
 static int raw_turn(k3_session *s, const char *user, k3_ids *ids, k3_chan_state *initial) {
     size_t n0 = ids->n;
     if (k3_tok_encode_append(s->tok, user, strlen(user), 1, ids)) return -1;
-    *initial = k3_chan_initial_state(&s->x, user, strlen(user));
+    *initial = k3_chan_initial_state(&s->x, s->tok, ids->ids, ids->n);
     if (ids->n == n0) return k3_seterr("the prompt is empty");
     return 0;
 }
@@ -103,12 +103,7 @@ int k3_session_turn(k3_session *s, const char *system, const char *user, int fir
     k3_chat_segs segs = {0};
     int rc = k3_chat_build(&s->x, &in, &segs);
     if (!rc) rc = k3_chat_segs_encode(s->tok, &segs, ids);
-    if (!rc) {
-        size_t len;
-        char *text = k3_chat_segs_join(&segs, &len);
-        *initial = k3_chan_initial_state(&s->x, text, len);
-        free(text);
-    }
+    if (!rc) *initial = k3_chan_initial_state(&s->x, s->tok, ids->ids, ids->n);
     k3_chat_segs_free(&segs);
     json_decref(msgs);
     return rc;

@@ -31,7 +31,8 @@ typedef struct k3_session {
 int k3_session_open(k3_session *s, const k3_gen_opts *o, FILE *note);
 void k3_session_close(k3_session *s);
 
-/* The ids of one turn, appended to *ids, and the initial output channel.
+/* The ids of one turn, appended to *ids, and the initial output channel
+ * (decided on the ids in *ids, control tokens by id).
  * first: include the thinking-effort message (only once per conversation).
  * system may be NULL. raw: the user text itself, control spellings allowed. */
 int k3_session_turn(k3_session *s, const char *system, const char *user, int first, int thinking,

@@ -1,5 +1,5 @@
-/* output.c — generated ids → detokenizer → stop strings → channels →
- * OpenAI chunks (output.h). */
+/* output.c — generated ids → detokenizer + channels (by id) → stop strings
+ * → OpenAI chunks (output.h). */
 #include "serve/output.h"
 
 #include <stdlib.h>
@@ -7,18 +7,18 @@
 
 #include "base/err.h"
 #include "base/mem.h"
+#include "gen/stop.h"
 #include "serve/engine.h"
 #include "text/channels.h"
 #include "text/tokenizer.h"
 
-/* Where the generation starts: inside think if the prompt opened it
- * (decided on the prompt text, as the channel parser defines it). */
-static k3_chan_state initial_state(const serve_engine *e, const int32_t *prompt, int64_t n) {
-    size_t len = 0;
-    char *text = k3_tok_decode_bytes(e->tok, prompt, (size_t)n, 0, &len);
-    k3_chan_state st = k3_chan_initial_state(&e->xtml, text ? text : "", text ? len : 0);
-    free(text);
-    return st;
+/* Tool calls are structure only when the request declared tools and did
+ * not say tool_choice "none" (channels.h: otherwise a tools section the
+ * model writes is returned as content text). */
+static int tools_allowed(const serve_req *q) {
+    if (!q->tools) return 0;
+    const char *tc = json_string_value(q->tool_choice);
+    return !(tc && !strcmp(tc, "none"));
 }
 
 int serve_output_init(serve_output *o, const serve_engine *e, const serve_req *q,
@@ -27,21 +27,20 @@ int serve_output_init(serve_output *o, const serve_engine *e, const serve_req *q
     o->engine = e;
     o->stream = q->stream;
     o->include_usage = q->include_usage;
-    o->stop = q->stop;
-    o->n_stop = q->n_stop;
-    for (int i = 0; i < q->n_stop; i++) {
-        size_t l = strlen(q->stop[i]);
-        if (l - 1 > o->stop_hold) o->stop_hold = l - 1;
-    }
+    if (q->n_stop) o->stopper = k3_stopper_new(q->stop, q->n_stop);
     serve_resp_init(&o->resp, q->kind, e->name, seq_no);
     o->resp.streaming = q->stream;
     /* Drop control tokens whose `special` flag is set (<|end_of_msg|>,
      * reserved ids, media...): they are never text. <|open|>, <|close|> and
-     * <|sep|> are kept so the channel parser sees the XTML markers. */
+     * <|sep|> are taken by id by the channel parser (chat); completions get
+     * their spellings as text. */
     o->detok = k3_detok_new(e->tok, 1);
     if (!o->detok) return -1;
     if (q->kind == SERVE_CHAT) {
-        o->channels = k3_chan_new(&e->xtml, initial_state(e, prompt, n_prompt));
+        /* Where the generation starts: inside think if the prompt opened it
+         * (control tokens by id: a user's text spelling changes nothing). */
+        k3_chan_state st = k3_chan_initial_state(&e->xtml, e->tok, prompt, (size_t)n_prompt);
+        o->channels = k3_chan_new(&e->xtml, st, tools_allowed(q));
         if (!o->channels) return -1;
     }
     return 0;
@@ -50,7 +49,7 @@ int serve_output_init(serve_output *o, const serve_engine *e, const serve_req *q
 void serve_output_free(serve_output *o) {
     if (o->detok) k3_detok_free(o->detok);
     if (o->channels) k3_chan_free(o->channels);
-    k3_buf_free(&o->pending);
+    k3_stopper_free(o->stopper);
     if (o->resp.tool_calls) serve_resp_free(&o->resp);
     memset(o, 0, sizeof *o);
 }
@@ -64,64 +63,49 @@ static void put_chunk(serve_output *o, char *chunk, k3_buf *out) {
         free(chunk);
 }
 
+static void put_text(serve_output *o, int reasoning, const char *s, size_t n, k3_buf *out) {
+    if (n) put_chunk(o, serve_resp_text(&o->resp, reasoning ? "reasoning" : "content", s, n), out);
+}
+
+/* Release what the stop matcher holds (it belongs to channel held_reasoning). */
+static void release_held(serve_output *o, k3_buf *out) {
+    if (!o->stopper) return;
+    size_t n;
+    const char *s = k3_stopper_flush(o->stopper, &n);
+    put_text(o, o->held_reasoning, s, n, out);
+}
+
+/* Reasoning or content text through the stop strings. Stop strings match
+ * within one channel's text (never marker tokens, never across a channel
+ * change or a tool call). Returns 1 when one matched. */
+static int text_out(serve_output *o, int reasoning, const char *s, size_t n, k3_buf *out) {
+    if (!o->stopper) {
+        put_text(o, reasoning, s, n, out);
+        return 0;
+    }
+    if (reasoning != o->held_reasoning) {
+        release_held(o, out);
+        o->held_reasoning = reasoning;
+    }
+    size_t len;
+    int hit;
+    const char *t = k3_stopper_push(o->stopper, s, n, &len, &hit);
+    put_text(o, reasoning, t, len, out);
+    if (hit) o->stopped = 1;
+    return hit;
+}
+
 static void on_events(serve_output *o, const k3_chan_event *ev, size_t n, k3_buf *out) {
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && !o->stopped; i++) {
         const k3_chan_event *e = &ev[i];
-        if (e->kind == K3_EV_REASONING && e->len)
-            put_chunk(o, serve_resp_text(&o->resp, "reasoning", e->text, e->len), out);
-        else if (e->kind == K3_EV_CONTENT && e->len)
-            put_chunk(o, serve_resp_text(&o->resp, "content", e->text, e->len), out);
-        else if (e->kind == K3_EV_TOOL_CALL) {
+        if (e->kind == K3_EV_REASONING || e->kind == K3_EV_CONTENT) {
+            text_out(o, e->kind == K3_EV_REASONING, e->text, e->len, out);
+        } else if (e->kind == K3_EV_TOOL_CALL) {
+            release_held(o, out);
             put_chunk(o, serve_resp_tool_call(&o->resp, e->name, e->arguments), out);
             o->n_tool_calls++;
         }
     }
-}
-
-/* Text past the stop filter: completions send it as is, chat parses it. */
-static void feed(serve_output *o, const char *text, size_t len, k3_buf *out) {
-    if (!len) return;
-    if (!o->channels) {
-        put_chunk(o, serve_resp_text(&o->resp, "content", text, len), out);
-        return;
-    }
-    size_t n = 0;
-    const k3_chan_event *ev = k3_chan_push(o->channels, text, len, &n);
-    on_events(o, ev, n, out);
-}
-
-/* Length of the longest prefix of s[0..n) that ends on a UTF-8 boundary. */
-static size_t utf8_floor(const char *s, size_t n) {
-    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) n--;
-    return n;
-}
-
-/* Append text to the pending buffer; release what can no longer be part
- * of a stop string. Returns 1 when a stop string matched. */
-static int stop_filter(serve_output *o, const char *text, size_t len, k3_buf *out) {
-    if (!o->n_stop) {
-        feed(o, text, len, out);
-        return 0;
-    }
-    k3_buf_put(&o->pending, text, len);
-    const char *p = o->pending.s;
-    size_t n = o->pending.n, first = n;
-    for (int i = 0; i < o->n_stop; i++) {
-        const char *m = memmem(p, n, o->stop[i], strlen(o->stop[i]));
-        if (m && (size_t)(m - p) < first) first = (size_t)(m - p);
-    }
-    if (first < n) {
-        feed(o, p, first, out);
-        o->pending.n = 0;
-        o->stopped = 1;
-        return 1;
-    }
-    size_t keep = o->stop_hold < n ? o->stop_hold : n;
-    size_t emit = keep < n ? utf8_floor(p, n - keep) : 0;
-    feed(o, p, emit, out);
-    memmove(o->pending.s, p + emit, n - emit);
-    o->pending.n = n - emit;
-    return 0;
 }
 
 void serve_output_begin(serve_output *o, k3_buf *out) {
@@ -131,9 +115,15 @@ void serve_output_begin(serve_output *o, k3_buf *out) {
 
 int serve_output_token(serve_output *o, int32_t id, k3_buf *out) {
     if (o->stopped) return 1;
-    size_t len = 0;
-    const char *t = k3_detok_push(o->detok, id, &len);
-    return len ? stop_filter(o, t, len, out) : 0;
+    size_t n = 0;
+    if (o->channels) {
+        const k3_chan_event *ev = k3_chan_push_token(o->channels, o->detok, id, &n);
+        on_events(o, ev, n, out);
+    } else {
+        const char *t = k3_detok_push(o->detok, id, &n);
+        text_out(o, 0, t, n, out);
+    }
+    return o->stopped;
 }
 
 const char *serve_output_end(serve_output *o, const char *finish_reason, const serve_usage *u,
@@ -141,14 +131,18 @@ const char *serve_output_end(serve_output *o, const char *finish_reason, const s
     if (!o->stopped) {
         size_t len = 0;
         const char *t = k3_detok_flush(o->detok, &len);
-        if (len) stop_filter(o, t, len, out);
-        if (!o->stopped) feed(o, o->pending.s, o->pending.n, out);
-        o->pending.n = 0;
-    }
-    if (o->channels) {
-        size_t n = 0;
-        const k3_chan_event *ev = k3_chan_finish(o->channels, &n);
-        on_events(o, ev, n, out);
+        if (o->channels) {
+            size_t n = 0;
+            const k3_chan_event *ev = k3_chan_push(o->channels, t, len, &n);
+            on_events(o, ev, n, out);
+            if (!o->stopped) {
+                ev = k3_chan_finish(o->channels, &n);
+                on_events(o, ev, n, out);
+            }
+        } else {
+            text_out(o, 0, t, len, out);
+        }
+        if (!o->stopped) release_held(o, out);
     }
     const char *fin = finish_reason;
     if (!strcmp(fin, "stop") && o->n_tool_calls) fin = "tool_calls";

@@ -3,15 +3,18 @@
  * The path every generated token takes (and the path the test-only forced
  * output takes too):
  *
- *   id → streaming detokenizer (whole UTF-8 characters, specials kept)
- *      → stop-string filter (holds back a possible partial stop string)
- *      → channel parser (reasoning / content / tool section, markers
- *        stripped even when split across tokens)
- *      → tool-call parser (at the end of a tools section)
+ *   id → channel parser (text/channels.h): <|open|>/<|close|>/<|sep|> BY ID,
+ *        other ids through the streaming detokenizer (whole UTF-8
+ *        characters); reasoning / content / tool section, markers stripped;
+ *        marker spellings the model wrote as text stay content
+ *      → tool-call parser (each call when its closing tag arrives); only
+ *        when the request declared tools and tool_choice is not "none"
+ *      → stop-string filter on reasoning / content text (holds back a
+ *        possible partial stop string; never matches marker tokens)
  *      → OpenAI serialization (SSE chunks when streaming, else accumulated)
  *
  * /v1/completions skips the channel parser: its text is the raw decoded
- * text with special tokens dropped. */
+ * text with special tokens dropped (<|open|>, <|close|>, <|sep|> spelled). */
 #ifndef K3_SERVE_OUTPUT_H
 #define K3_SERVE_OUTPUT_H
 
@@ -25,6 +28,7 @@
 struct serve_engine;
 struct k3_detok;
 struct k3_chan;
+struct k3_stopper;
 
 typedef struct {
     serve_resp resp;
@@ -32,11 +36,9 @@ typedef struct {
     struct k3_chan *channels; /* NULL for completions */
     const struct serve_engine *engine;
     int stream, include_usage;
-    const char *const *stop; /* stop strings (borrowed from the request) */
-    int n_stop;
-    size_t stop_hold; /* longest stop string - 1: bytes held back */
-    k3_buf pending;   /* decoded text not yet past the stop filter */
-    int stopped;      /* a stop string matched: nothing more is emitted */
+    struct k3_stopper *stopper; /* the request's stop strings; NULL when none */
+    int held_reasoning;         /* the channel of the text the stopper holds */
+    int stopped;                /* a stop string matched: nothing more is emitted */
     int n_tool_calls;
 } serve_output;
 
@@ -52,8 +54,8 @@ void serve_output_begin(serve_output *o, k3_buf *out);
 /* Feed one generated id (not a stop id). Appends SSE chunks to out when
  * streaming. Returns 1 when a stop string matched (generation must end). */
 int serve_output_token(serve_output *o, int32_t id, k3_buf *out);
-/* End: flush held text (finish "length" keeps partial markers as text; a
- * stop discards them, chat.md §3.3), parse a pending tools section, then
+/* End: flush held text (a marker cut by the end of the stream is dropped),
+ * parse a pending tools section, then
  * append the final chunk(s) + [DONE], or the whole non-streaming body.
  * finish_reason "stop" becomes "tool_calls" when a tool call was returned.
  * Returns the finish reason actually reported. */

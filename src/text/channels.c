@@ -48,9 +48,12 @@ typedef struct {
 } event_rec;
 
 struct k3_chan {
-    k3_xtml x;
+    k3_xtml x; /* spellings (to give back control tokens that form no structure) */
+    k3_xtml t; /* token form: what the markers are matched in */
     k3_chan_state state;
-    k3_buf pending; /* text not yet emitted: at most a proper prefix of a marker */
+    int tools_allowed;
+    k3_buf pending; /* token form, not yet emitted: at most a proper prefix of a marker */
+    k3_buf spell;   /* scratch: a span written back with spellings */
     k3_buf section; /* body of the current tools section */
     size_t section_pos;
     size_t close_checked; /* section bytes known to hold no complete </call> after section_pos */
@@ -62,16 +65,19 @@ struct k3_chan {
     size_t out_cap;
 };
 
-k3_chan *k3_chan_new(const k3_xtml *x, k3_chan_state initial) {
+k3_chan *k3_chan_new(const k3_xtml *x, k3_chan_state initial, int tools_allowed) {
     k3_chan *c = k3_xcalloc(1, sizeof *c);
     c->x = *x;
+    k3_xtml_token_form(x, &c->t);
     c->state = initial;
+    c->tools_allowed = tools_allowed != 0;
     return c;
 }
 
 void k3_chan_free(k3_chan *c) {
     if (!c) return;
     k3_buf_free(&c->pending);
+    k3_buf_free(&c->spell);
     k3_buf_free(&c->section);
     k3_buf_free(&c->arena);
     free(c->recs);
@@ -91,16 +97,38 @@ int k3_chan_saw_tools(const k3_chan *c) {
 
 static const char *last_occurrence(const char *s, size_t n, const char *pat, size_t pl) {
     const char *last = NULL, *p = s;
+    if (!pl) return NULL;
     while ((p = memmem(p, (size_t)(s + n - p), pat, pl))) last = p++;
     return last;
 }
 
-k3_chan_state k3_chan_initial_state(const k3_xtml *x, const char *prompt, size_t len) {
+k3_chan_state k3_chan_initial_state(const k3_xtml *x, const k3_tokenizer *tok, const int32_t *ids,
+                                    size_t n) {
+    /* The prompt in token form: control ids as their bytes (any other
+     * control-block id as the EOM byte, a barrier no marker contains),
+     * ordinary tokens as their bytes. */
+    k3_xtml t;
+    k3_xtml_token_form(x, &t);
+    k3_buf b = {0};
+    for (size_t i = 0; i < n; i++) {
+        int c = k3_xtml_struct_ctrl(x, ids[i]);
+        if (c >= 0) {
+            k3_buf_putc(&b, (char)K3_XTML_CTRL_BYTE(c));
+        } else if (k3_tok_is_special(tok, ids[i])) {
+            k3_buf_putc(&b, (char)K3_XTML_CTRL_BYTE(K3_XC_EOM));
+        } else {
+            size_t len = 0;
+            const char *bytes = k3_tok_token_bytes(tok, ids[i], &len);
+            if (bytes) k3_xtml_put_text(&b, bytes, len);
+        }
+    }
     const char *open =
-        last_occurrence(prompt, len, x->marker[K3_XM_THINK_OPEN], x->marker_len[K3_XM_THINK_OPEN]);
-    const char *close = last_occurrence(prompt, len, x->marker[K3_XM_THINK_CLOSE],
-                                        x->marker_len[K3_XM_THINK_CLOSE]);
-    return open && (!close || open > close) ? K3_CHAN_REASONING : K3_CHAN_CONTENT;
+        last_occurrence(b.s, b.n, t.marker[K3_XM_THINK_OPEN], t.marker_len[K3_XM_THINK_OPEN]);
+    const char *close =
+        last_occurrence(b.s, b.n, t.marker[K3_XM_THINK_CLOSE], t.marker_len[K3_XM_THINK_CLOSE]);
+    k3_chan_state st = open && (!close || open > close) ? K3_CHAN_REASONING : K3_CHAN_CONTENT;
+    k3_buf_free(&b);
+    return st;
 }
 
 /* ---- event batch ---------------------------------------------------------- */
@@ -173,7 +201,7 @@ static void scan_section_calls(k3_chan *c) {
      * one in the new bytes first (a long call streamed in small chunks would
      * otherwise be re-parsed from its start on every chunk). */
     char close[K3_XTML_MARKER_MAX];
-    size_t cl = k3_xtml_close_tag(&c->x, K3_XT_CALL, close);
+    size_t cl = k3_xtml_close_tag(&c->t, K3_XT_CALL, close);
     size_t from = c->close_checked > c->section_pos + cl ? c->close_checked - cl : c->section_pos;
     c->close_checked = c->section.n;
     if (from >= c->section.n || !memmem(c->section.s + from, c->section.n - from, close, cl))
@@ -193,11 +221,23 @@ static void scan_section_calls(k3_chan *c) {
     }
 }
 
+/* Token-form s[0..n) with control bytes written as their spellings, in
+ * c->spell (valid until the next call). */
+static const char *spelled(k3_chan *c, const char *s, size_t n, size_t *len) {
+    c->spell.n = 0;
+    k3_xtml_spell(&c->x, s, n, &c->spell);
+    k3_buf_put(&c->spell, "", 0);
+    *len = c->spell.n;
+    return c->spell.s;
+}
+
 static void end_section(k3_chan *c) {
     scan_section_calls(c);
+    size_t len;
+    const char *body = spelled(c, c->section.s ? c->section.s : "", c->section.n, &len);
     event_rec *r = new_rec(c, K3_EV_TOOLS_END);
-    r->text = arena_put(c, c->section.s ? c->section.s : "", c->section.n);
-    r->len = c->section.n;
+    r->text = arena_put(c, body, len);
+    r->len = len;
     r->index = c->section_calls;
 }
 
@@ -207,7 +247,9 @@ static void emit(k3_chan *c, const char *s, size_t n) {
         k3_buf_put(&c->section, s, n);
         scan_section_calls(c);
     } else {
-        text_event(c, c->state == K3_CHAN_REASONING ? K3_EV_REASONING : K3_EV_CONTENT, s, n);
+        size_t len;
+        const char *text = spelled(c, s, n, &len);
+        text_event(c, c->state == K3_CHAN_REASONING ? K3_EV_REASONING : K3_EV_CONTENT, text, len);
     }
 }
 
@@ -228,11 +270,17 @@ static void enter_state(k3_chan *c, k3_chan_state next) {
 /* Earliest complete active marker in s[from, n): its position, or -1. Every
  * marker starts with the <|open|> or <|close|> spelling, so only those
  * positions are tried. */
+/* Length of an edge's marker, 0 when the edge is off (tools not allowed). */
+static size_t edge_len(const k3_chan *c, const transition *e) {
+    if (e->marker == K3_XM_TOOLS_OPEN && !c->tools_allowed) return 0;
+    return c->t.marker_len[e->marker];
+}
+
 static long find_marker(const k3_chan *c, const char *s, size_t n, size_t from,
                         const transition **hit) {
     size_t ne;
     const transition *edges = edges_of(c->state, &ne);
-    const k3_xtml *x = &c->x;
+    const k3_xtml *x = &c->t;
     /* next occurrence of each control spelling, searched again only once
      * passed, so the scan stays linear however many non-marker '<|' there are */
     const char *next[2] = {NULL, NULL};
@@ -253,7 +301,7 @@ static long find_marker(const k3_chan *c, const char *s, size_t n, size_t from,
         if (!q) return -1;
         size_t at = (size_t)(q - s);
         for (size_t e = 0; e < ne; e++) {
-            size_t ml = x->marker_len[edges[e].marker];
+            size_t ml = edge_len(c, &edges[e]);
             if (ml && n - at >= ml && !memcmp(q, x->marker[edges[e].marker], ml)) {
                 *hit = &edges[e];
                 return (long)at;
@@ -271,12 +319,12 @@ static size_t held_suffix(const k3_chan *c, const char *s, size_t n) {
     const transition *edges = edges_of(c->state, &ne);
     size_t longest = 0;
     for (size_t e = 0; e < ne; e++)
-        if (c->x.marker_len[edges[e].marker] > longest) longest = c->x.marker_len[edges[e].marker];
+        if (edge_len(c, &edges[e]) > longest) longest = edge_len(c, &edges[e]);
     if (longest == 0) return 0;
     for (size_t h = n < longest ? n : longest - 1; h > 0; h--)
         for (size_t e = 0; e < ne; e++) {
-            size_t ml = c->x.marker_len[edges[e].marker];
-            if (h < ml && !memcmp(s + n - h, c->x.marker[edges[e].marker], h)) return h;
+            size_t ml = edge_len(c, &edges[e]);
+            if (h < ml && !memcmp(s + n - h, c->t.marker[edges[e].marker], h)) return h;
         }
     return 0;
 }
@@ -288,7 +336,7 @@ static void process_pending(k3_chan *c) {
     long at;
     while ((at = find_marker(c, s, n, start, &t)) >= 0) {
         emit(c, s + start, (size_t)at - start);
-        start = (size_t)at + c->x.marker_len[t->marker];
+        start = (size_t)at + c->t.marker_len[t->marker];
         enter_state(c, t->next);
     }
     size_t h = held_suffix(c, s + start, n - start);
@@ -301,16 +349,36 @@ static void process_pending(k3_chan *c) {
 const k3_chan_event *k3_chan_push(k3_chan *c, const char *text, size_t len, size_t *n_events) {
     begin_batch(c);
     if (len) {
-        k3_buf_put(&c->pending, text, len);
+        k3_xtml_put_text(&c->pending, text, len);
         process_pending(c);
     }
     return hand_out(c, n_events);
 }
 
-static int starts_with_ctrl(const k3_xtml *x, const char *s, size_t n) {
-    for (int k = K3_XC_OPEN; k <= K3_XC_CLOSE; k++)
-        if (n >= x->ctrl_len[k] && !memcmp(s, x->ctrl[k], x->ctrl_len[k])) return 1;
-    return 0;
+static void push_ctrl(k3_chan *c, k3_xtml_ctrl ctrl) {
+    if ((unsigned)ctrl >= K3_XC_COUNT || !c->t.ctrl_len[ctrl]) return;
+    k3_buf_putc(&c->pending, (char)K3_XTML_CTRL_BYTE(ctrl));
+    process_pending(c);
+}
+
+const k3_chan_event *k3_chan_push_ctrl(k3_chan *c, k3_xtml_ctrl ctrl, size_t *n_events) {
+    begin_batch(c);
+    push_ctrl(c, ctrl);
+    return hand_out(c, n_events);
+}
+
+const k3_chan_event *k3_chan_push_token(k3_chan *c, k3_detok *d, int32_t id, size_t *n_events) {
+    begin_batch(c);
+    int ctrl = k3_xtml_struct_ctrl(&c->x, id);
+    size_t len = 0;
+    /* before a control token, an incomplete UTF-8 tail can no longer complete */
+    const char *text = ctrl >= 0 ? k3_detok_flush(d, &len) : k3_detok_push(d, id, &len);
+    if (len) {
+        k3_xtml_put_text(&c->pending, text, len);
+        process_pending(c);
+    }
+    if (ctrl >= 0) push_ctrl(c, (k3_xtml_ctrl)ctrl);
+    return hand_out(c, n_events);
 }
 
 const k3_chan_event *k3_chan_finish(k3_chan *c, size_t *n_events) {
@@ -321,9 +389,10 @@ const k3_chan_event *k3_chan_finish(k3_chan *c, size_t *n_events) {
         emit(c, s, n); /* raw section text; only complete calls count */
         end_section(c);
         c->state = K3_CHAN_CONTENT;
-    } else if (n && !starts_with_ctrl(&c->x, s, n)) {
-        emit(c, s, n);
     }
+    /* Elsewhere the held text is a proper prefix of a marker, i.e. it starts
+     * with a control token: a dangling marker cut by the end of the stream,
+     * dropped (as SGLang does). */
     c->pending.n = 0;
     return hand_out(c, n_events);
 }

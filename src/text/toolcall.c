@@ -4,6 +4,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,28 +43,43 @@ static const char *find(const char *s, size_t n, size_t from, const char *pat, s
     return memmem(s + from, n - from, pat, plen);
 }
 
-/* The first complete block of tag at or after from: the attribute span runs
- * to the first <|sep|>, the body to the first closing tag after it. As with
- * the reference regex, if the first opening cannot complete no later one
- * can either. Returns 1 found, 0 none complete. */
+/* The first complete block of tag at or after from (token form: the control
+ * tokens are their K3_XTML_CTRL_BYTE bytes): the attribute span runs to the
+ * first SEP, the body to the first closing tag after it. As with the
+ * reference regex, if the first opening cannot complete no later one can
+ * either. Returns 1 found, 0 none complete. */
 static int find_block(const k3_xtml *x, k3_xtml_tag tag, const char *s, size_t n, size_t from,
                       block *b) {
+    if (!x->ctrl_len[K3_XC_OPEN] || !x->ctrl_len[K3_XC_CLOSE] || !x->ctrl_len[K3_XC_SEP])
+        return 0; /* an empty k3_xtml: no structure at all */
     char open[K3_XTML_MARKER_MAX], close[K3_XTML_MARKER_MAX];
-    size_t ol = k3_xtml_open_prefix(x, tag, open), cl = k3_xtml_close_tag(x, tag, close);
-    const char *sep_s = x->ctrl[K3_XC_SEP];
-    size_t sl = x->ctrl_len[K3_XC_SEP];
-    const char *o = find(s, n, from, open, ol);
+    const char sep_s = (char)K3_XTML_CTRL_BYTE(K3_XC_SEP);
+    int ol =
+        snprintf(open, sizeof open, "%c%s", K3_XTML_CTRL_BYTE(K3_XC_OPEN), k3_xtml_tag_name(tag));
+    int cl = snprintf(close, sizeof close, "%c%s%c", K3_XTML_CTRL_BYTE(K3_XC_CLOSE),
+                      k3_xtml_tag_name(tag), sep_s);
+    const char *o = find(s, n, from, open, (size_t)ol);
     if (!o) return 0;
-    b->attrs = (size_t)(o - s) + ol;
-    const char *sep = find(s, n, b->attrs, sep_s, sl);
+    b->attrs = (size_t)(o - s) + (size_t)ol;
+    const char *sep = find(s, n, b->attrs, &sep_s, 1);
     if (!sep) return 0;
     b->attrs_end = (size_t)(sep - s);
-    b->body = b->attrs_end + sl;
-    const char *c = find(s, n, b->body, close, cl);
+    b->body = b->attrs_end + 1;
+    const char *c = find(s, n, b->body, close, (size_t)cl);
     if (!c) return 0;
     b->body_end = (size_t)(c - s);
-    b->end = b->body_end + cl;
+    b->end = b->body_end + (size_t)cl;
     return 1;
+}
+
+/* Token-form s[0..n) as spelled text (a stray control token inside a value
+ * is returned as its spelling), malloc'd, NUL-terminated. */
+static char *spelled(const k3_xtml *x, const char *s, size_t n, size_t *len) {
+    k3_buf b = {0};
+    k3_xtml_spell(x, s, n, &b);
+    k3_buf_put(&b, "", 0);
+    *len = b.n;
+    return b.s;
 }
 
 /* ---- attributes: NAME="VALUE" with NAME = [\p{L}\p{N}_]+ ------------------- */
@@ -101,12 +117,14 @@ static char *unescape(const char *v, size_t n) {
 }
 
 /* Attributes of s[0..n) as a JSON object of strings (later duplicates win). */
-static json_t *parse_attrs(const char *raw, size_t rawn) {
+static json_t *parse_attrs(const k3_xtml *x, const char *tok, size_t tokn) {
     pthread_once(&attr_once, compile_attr_re);
     json_t *attrs = json_object();
     if (!attr_re) return attrs;
-    size_t n;
+    size_t rawn, n;
+    char *raw = spelled(x, tok, tokn, &rawn);
     char *s = k3_utf8_sanitize(raw, rawn, &n); /* the regex never matches invalid UTF-8 */
+    free(raw);
     pcre2_match_data *md = pcre2_match_data_create_from_pattern(attr_re, NULL);
     size_t at = 0;
     while (at <= n && pcre2_match(attr_re, (PCRE2_SPTR)s, n, at, 0, md, NULL) >= 0) {
@@ -130,17 +148,21 @@ static const char *attr(const json_t *attrs, const char *name) {
 /* ---- arguments --------------------------------------------------------------- */
 
 /* Typed value: strings raw; others JSON-decoded, the raw string on failure. */
-static json_t *argument_value(const char *type, const char *v, size_t n) {
-    if (!strcmp(type, "string")) return jstr(v, n);
-    json_t *j = json_loadb(v, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
-    return j ? j : jstr(v, n);
+static json_t *argument_value(const k3_xtml *x, const char *type, const char *tok, size_t tokn) {
+    size_t n;
+    char *v = spelled(x, tok, tokn, &n);
+    json_t *j = NULL;
+    if (strcmp(type, "string")) j = json_loadb(v, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+    if (!j) j = jstr(v, n);
+    free(v);
+    return j;
 }
 
 /* Argument blocks of a call body into an object; -1 when one lacks its key. */
 static int parse_arguments(const k3_xtml *x, const char *s, size_t lo, size_t hi, json_t *args) {
     block b;
     while (find_block(x, K3_XT_ARGUMENT, s, hi, lo, &b)) {
-        json_t *attrs = parse_attrs(s + b.attrs, b.attrs_end - b.attrs);
+        json_t *attrs = parse_attrs(x, s + b.attrs, b.attrs_end - b.attrs);
         const json_t *key = json_object_get(attrs, "key");
         const char *type = json_string_value(json_object_get(attrs, "type"));
         if (!key) {
@@ -148,7 +170,7 @@ static int parse_arguments(const k3_xtml *x, const char *s, size_t lo, size_t hi
             return -1;
         }
         set_key(args, json_string_value(key), json_string_length(key),
-                argument_value(type ? type : "string", s + b.body, b.body_end - b.body));
+                argument_value(x, type ? type : "string", s + b.body, b.body_end - b.body));
         json_decref(attrs);
         lo = b.end;
     }
@@ -156,9 +178,11 @@ static int parse_arguments(const k3_xtml *x, const char *s, size_t lo, size_t hi
 }
 
 /* A json block's text must decode to an object. NULL when malformed. */
-static json_t *parse_json_block(const char *s, const block *b) {
-    json_t *j =
-        json_loadb(s + b->body, b->body_end - b->body, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+static json_t *parse_json_block(const k3_xtml *x, const char *s, const block *b) {
+    size_t n;
+    char *text = spelled(x, s + b->body, b->body_end - b->body, &n);
+    json_t *j = json_loadb(text, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+    free(text);
     if (json_is_object(j)) return j;
     json_decref(j);
     return NULL;
@@ -166,12 +190,12 @@ static json_t *parse_json_block(const char *s, const block *b) {
 
 /* One call block into *call. 1 valid, 0 malformed. */
 static int parse_call(const k3_xtml *x, const char *s, const block *cb, k3_tool_call *call) {
-    json_t *attrs = parse_attrs(s + cb->attrs, cb->attrs_end - cb->attrs);
+    json_t *attrs = parse_attrs(x, s + cb->attrs, cb->attrs_end - cb->attrs);
     const char *name = attr(attrs, "tool");
     json_t *args = NULL;
     block jb;
     if (name && find_block(x, K3_XT_JSON, s, cb->body_end, cb->body, &jb)) {
-        args = parse_json_block(s, &jb);
+        args = parse_json_block(x, s, &jb);
     } else if (name) {
         args = json_object();
         if (parse_arguments(x, s, cb->body, cb->body_end, args)) {

@@ -13,7 +13,13 @@
  * string when that fails. A malformed or truncated call is skipped and its
  * valid siblings are kept; no valid call at all is an error.
  *
- * The markers come from a k3_xtml (xtml.h), i.e. from the tokenizer. */
+ * Input is a section in TOKEN FORM (xtml.h): the control tokens <|open|>,
+ * <|close|>, <|sep|> are their K3_XTML_CTRL_BYTE bytes, everything else is
+ * the text of ordinary tokens. A spelling such as "<|open|>call" typed as
+ * text is therefore never a call. x is the spelled k3_xtml (from the
+ * tokenizer): a control token inside a value or attribute that is not part
+ * of the grammar is given back as its spelling; a k3_xtml with no control
+ * spellings (failed init) finds no call. */
 #ifndef K3_TEXT_TOOLCALL_H
 #define K3_TEXT_TOOLCALL_H
 
@@ -32,7 +38,7 @@ typedef struct {
     size_t n, cap;
 } k3_tool_calls;
 
-/* Parse every complete call in s[0..n) and append the valid ones to *out.
+/* Parse every complete call in token-form s[0..n) and append the valid ones to *out.
  * Returns the number appended, or -1 + k3_errmsg ("no tool call found")
  * when there is none. */
 int k3_toolcall_parse(const k3_xtml *x, const char *s, size_t n, k3_tool_calls *out);

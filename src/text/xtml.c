@@ -105,3 +105,53 @@ int k3_xtml_init(k3_xtml *x, const k3_tokenizer *tok) {
     build_markers(x);
     return 0;
 }
+
+void k3_xtml_token_form(const k3_xtml *x, k3_xtml *t) {
+    memset(t, 0, sizeof *t);
+    for (int c = 0; c < K3_XC_COUNT; c++) {
+        t->ctrl_id[c] = x->ctrl_id[c];
+        if (!x->ctrl_len[c]) continue;
+        t->ctrl[c][0] = (char)K3_XTML_CTRL_BYTE(c);
+        t->ctrl_len[c] = 1;
+    }
+    build_markers(t);
+    for (int m = 0; m < K3_XM_COUNT; m++) /* a marker needs both of its control tokens */
+        if (!x->marker_len[m] || !t->ctrl_len[marker_table[m].opener] || !t->ctrl_len[K3_XC_SEP])
+            t->marker_len[m] = 0;
+}
+
+int k3_xtml_ctrl_of_byte(unsigned char b) {
+    return b >= K3_XTML_CTRL_BYTE(0) && b < K3_XTML_CTRL_BYTE(K3_XC_COUNT)
+               ? (int)(b - K3_XTML_CTRL_BYTE(0))
+               : -1;
+}
+
+int k3_xtml_struct_ctrl(const k3_xtml *x, int32_t id) {
+    if (id < 0) return -1;
+    for (int c = K3_XC_OPEN; c <= K3_XC_SEP; c++)
+        if (x->ctrl_len[c] && x->ctrl_id[c] == id) return c;
+    return -1;
+}
+
+void k3_xtml_spell(const k3_xtml *x, const char *s, size_t n, k3_buf *out) {
+    size_t start = 0;
+    for (size_t i = 0; i < n; i++) {
+        int c = k3_xtml_ctrl_of_byte((unsigned char)s[i]);
+        if (c < 0) continue;
+        k3_buf_put(out, s + start, i - start);
+        k3_buf_put(out, x->ctrl[c], x->ctrl_len[c]);
+        start = i + 1;
+    }
+    k3_buf_put(out, s + start, n - start);
+}
+
+void k3_xtml_put_text(k3_buf *out, const char *s, size_t n) {
+    size_t start = 0;
+    for (size_t i = 0; i < n; i++) {
+        if ((unsigned char)s[i] < 0xF8) continue;
+        k3_buf_put(out, s + start, i - start);
+        k3_buf_put(out, "\xef\xbf\xbd", 3);
+        start = i + 1;
+    }
+    k3_buf_put(out, s + start, n - start);
+}

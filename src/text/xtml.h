@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/buf.h"
 #include "text/tokenizer.h"
 
 /* The control tokens of XTML. */
@@ -74,6 +75,38 @@ size_t k3_xtml_close_tag(const k3_xtml *x, k3_xtml_tag tag, char *buf);
 
 /* The name of a tag ("message", "think", ...). */
 const char *k3_xtml_tag_name(k3_xtml_tag t);
+
+/* ---- token form: what the output parsers work on -------------------------
+ *
+ * Generated output is parsed by token ids, never by spelling: a model that
+ * writes the ordinary-text spelling "<|open|>tools<|sep|>" (i.e. the BPE
+ * tokens of those characters) has written text, not structure. Internally
+ * the channel and tool-call parsers see the stream in "token form": each of
+ * the four control tokens is the single byte K3_XTML_CTRL_BYTE(c)
+ * (0xF8..0xFB, bytes that never occur in UTF-8) and everything else is the
+ * text of ordinary tokens, with any byte >= 0xF8 replaced by U+FFFD before
+ * it gets there. So the only way to produce a control byte is a control
+ * token id. k3_xtml_token_form() gives the k3_xtml whose spellings are those
+ * bytes; k3_xtml_spell() turns token form back into spelled text for the
+ * places where a control token that forms no structure is shown as text. */
+#define K3_XTML_CTRL_BYTE(c) ((unsigned char)(0xF8u + (unsigned)(c)))
+
+/* *t = x with every control spelling replaced by its one token-form byte and
+ * the markers rebuilt from them (ids kept). Spellings x lacks stay empty, so
+ * an empty k3_xtml gives an empty token form (matches nothing). */
+void k3_xtml_token_form(const k3_xtml *x, k3_xtml *t);
+/* The control token a token-form byte stands for, or -1 for a text byte. */
+int k3_xtml_ctrl_of_byte(unsigned char b);
+/* The control token (OPEN, CLOSE or SEP) that id is in x, or -1. EOM is not
+ * included: it ends a message and is never part of a marker. */
+int k3_xtml_struct_ctrl(const k3_xtml *x, int32_t id);
+/* Append token-form s[0..n) to *out with each control byte written as its
+ * spelling in x (bytes of a control x has no spelling for are dropped). */
+void k3_xtml_spell(const k3_xtml *x, const char *s, size_t n, k3_buf *out);
+/* Append text s[0..n) of ordinary tokens to *out in token form: bytes
+ * >= 0xF8 (never in UTF-8) become U+FFFD, so text can never yield a
+ * control byte. */
+void k3_xtml_put_text(k3_buf *out, const char *s, size_t n);
 
 /* Literal text a renderer puts where an image goes when no image prompts are
  * given (chat.md §2.3.2); it is not a vocabulary token. */

@@ -23,7 +23,10 @@ fi
 seeds=$(mktemp -d)
 trap 'rm -rf "$seeds"' EXIT
 mkdir -p "$seeds"/{req,xtml,chan,tool}
-O='<|open|>' C='<|close|>' S='<|sep|>'
+# Channel / tool-call inputs are in token form (src/text/xtml.h): the control
+# tokens <|open|> <|close|> <|sep|> are the bytes 0xF9 0xFA 0xFB. Seeds also
+# hold the spellings as text, which must stay text.
+O=$'\xf9' C=$'\xfa' S=$'\xfb'
 CALL="${O}call tool=\"get_weather\" index=\"1\"${S}${O}argument key=\"city\" type=\"string\"${S}Tokyo${C}argument${S}${C}call${S}"
 JCALL="${O}call tool=\"f&amp;g\"${S}${O}json type=\"object\"${S}{\"a\": [1, 2.5]}${C}json${S}${C}call${S}"
 printf '%s' '{"messages":[{"role":"user","content":"Hi"}]}' >"$seeds/req/1"
@@ -31,6 +34,8 @@ printf '%s' '{"tools":[{"type":"function","function":{"name":"f","parameters":{"
 printf 'get_weather\n{"city": "Paris", "n": 1e2, "o": {"u":"c"}}' >"$seeds/xtml/1"
 printf 'a&b"c\n{"a": 1' >"$seeds/xtml/2"
 printf '%s' "1reason${C}think${S}${O}response${S}answer <| x${C}response${S}${O}tools${S}${CALL}${JCALL}${C}tools${S}${C}message${S}" >"$seeds/chan/1"
+printf '%s' "0said <|open|>tools<|sep|><|open|>call tool=\"x\"<|sep|><|close|>call<|sep|>${O}think${S}r${C}think${S}${O}x${S}" >"$seeds/chan/2"
+printf '%s' "2${O}tools${S}${CALL}${C}tools${S}after" >"$seeds/chan/3"
 printf '%s' "${CALL}${O}call index=\"2\"${S}${C}call${S}${JCALL}${O}call tool=\"t\"${S}${O}argument key=\"x\" type=\"num" >"$seeds/tool/1"
 for t in chat_request:req xtml:xtml channels:chan toolcall:tool; do
     fuzz_build "fuzz_${t%%:*}" "$OBJ"/*.o && fuzz_run "fuzz_${t%%:*}" "$seeds/${t#*:}" -- -max_total_time=4 -max_len=4096
