@@ -10,6 +10,7 @@
  *   k3 bench --kernels [--threads N] [-p T]   GB/s and GFLOP/s per weight format
  *   k3 bench --bandwidth [--threads N]        streaming-read bandwidth only */
 #include "cli/cli.h"
+#include "cli/bench_batch.h"
 
 #include "k3.h"
 
@@ -30,7 +31,7 @@
 
 static void bench_usage(FILE *f) {
     fprintf(f, "usage: k3 bench --model DIR [-p 64] [-n 32] [--threads N] [--runs 5] [--json]\n"
-               "                [--act-int8] [--bw-over auto|buffer|weights]\n"
+               "                [--act-int8] [--bw-over auto|buffer|weights] [--batch B]\n"
                "       k3 bench --kernels [--threads N] [-p T] [--quick]\n"
                "       k3 bench --bandwidth [--threads N]\n"
                "\n"
@@ -45,6 +46,8 @@ static void bench_usage(FILE *f) {
                "  --json        one JSON object on stdout instead of text\n"
                "  --act-int8    int8 activations in quantized decode (AVX-512 VNNI; lossy,\n"
                "                opt-in; also K3_ACT=int8)\n"
+               "  --batch B     with --model: batched decode of 1, 2, 4, ... B sequences (one\n"
+               "                k3_forward_batch per step), aggregate and per-sequence tok/s\n"
                "  --kernels     matvec (decode) GB/s and matmul (prefill, T tokens, default 64)\n"
                "                GFLOP/s for every weight format, plus memory read bandwidth\n"
                "  --bandwidth   streaming-read bandwidth over a 512 MiB buffer\n"
@@ -56,7 +59,7 @@ static void bench_usage(FILE *f) {
 typedef struct {
     int kernels, bandwidth, threads, quick, json;
     int bw_over; /* 0 auto, 1 buffer, 2 weight files */
-    long T, n, runs;
+    long T, n, runs, batch;
     const char *model;
 } bench_args;
 
@@ -77,6 +80,7 @@ static long *int_option(bench_args *a, const char *o) {
     if (!strcmp(o, "-p")) return &a->T;
     if (!strcmp(o, "-n")) return &a->n;
     if (!strcmp(o, "--runs")) return &a->runs;
+    if (!strcmp(o, "--batch")) return &a->batch;
     if (!strcmp(o, "--threads")) return &threads;
     return NULL;
 }
@@ -328,6 +332,8 @@ int cmd_bench(int argc, char **argv) {
     if (parse_args(argc, argv, &a) < 0) return 2;
     if (a.threads > 0) omp_set_num_threads(a.threads);
     int rc = 0;
+    if (a.model && a.batch > 0)
+        return k3_bench_batch(a.model, a.threads, (int)a.batch, a.T, a.n, a.runs, a.json);
     if (a.model) rc = run_model(&a);
     if (!rc && a.kernels) rc = run_kernels(&a);
     if (!rc && (a.bandwidth || a.kernels)) rc = run_bandwidth(&a);

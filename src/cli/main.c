@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 typedef struct {
@@ -38,12 +39,21 @@ static void usage(FILE *f) {
 }
 
 /* `k3 serve` shares the cores between HTTP threads and the model's OpenMP
- * threads; libgomp's default spin-waiting starves the former (measured: a
- * 50-client round took 35 s spinning vs 3.3 s passive, docs/serve.md).
- * libgomp reads OMP_WAIT_POLICY when the program starts, so set it and
- * re-execute once; an explicit OMP_WAIT_POLICY from the user always wins. */
+ * threads; spin-waiting OpenMP workers starve the former (measured: a
+ * 50-client round took 35 s spinning vs 3.3 s passive; with
+ * OMP_WAIT_POLICY=active one stream fell from 27.8 to 1.0 tok/s, and
+ * GOMP_SPINCOUNT=10000 still gave only 3.6; docs/serve.md). libgomp reads
+ * the policy when the program starts, so set passive and re-execute once,
+ * also over an explicit OMP_WAIT_POLICY=active (with a note). Spinning stays
+ * possible on purpose: K3_SERVE_SPIN=1, or an explicit GOMP_SPINCOUNT. */
 static void serve_prefers_passive_waits(int argc, char **argv) {
-    if (argc < 2 || strcmp(argv[1], "serve") || getenv("OMP_WAIT_POLICY")) return;
+    if (argc < 2 || strcmp(argv[1], "serve")) return;
+    const char *p = getenv("OMP_WAIT_POLICY");
+    if (p && (strcasecmp(p, "active") || getenv("K3_SERVE_SPIN") || getenv("GOMP_SPINCOUNT")))
+        return;
+    if (p)
+        fprintf(stderr, "k3 serve: OMP_WAIT_POLICY=active ignored: spinning OpenMP workers starve "
+                        "the HTTP threads (passive waits; K3_SERVE_SPIN=1 keeps spinning)\n");
     setenv("OMP_WAIT_POLICY", "passive", 1);
     execv("/proc/self/exe", argv); /* returns only on failure: run on with spinning */
 }

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# serve_bench.sh — `k3 serve` under N concurrent streaming clients over 127.0.0.1.
+#
+#   bench/serve_bench.sh MODEL_DIR            N = 1 2 4 8 16, 3 interleaved rounds
+#   NS="1 8" ROUNDS=5 TOKENS=64 SYS=900 THREADS=2 bench/serve_bench.sh DIR
+#   SERVE_ARGS="--max-batch 8" bench/serve_bench.sh DIR   extra server options
+#
+# Starts `k3 serve --test-mode --threads THREADS` on a free port, warms it up
+# with one request (which also puts the shared system prompt in the prompt
+# cache), then for each round and each N runs bench/serve_bench.mjs: N
+# clients at once, each the same SYS-character system prompt plus its own
+# user message, TOKENS streamed tokens each (forced ids: the model runs every
+# step, forcing only fixes the length). Per N it prints the medians over the
+# rounds of: aggregate tok/s, per-stream tok/s (p50 over streams), TTFT p50
+# and p95, and the cache hit rate (hits / lookups; tokens reused / prompt
+# tokens), as a Markdown table on stdout; raw JSON lines go to stderr.
+# Bounded: every client has a deadline, the whole run a `timeout`, and the
+# server is stopped on exit.
+set -eu
+cd "$(dirname "$0")/.."
+MODEL=${1:?usage: bench/serve_bench.sh MODEL_DIR}
+K3=${K3:-build/k3}
+NS=${NS:-1 2 4 8 16}
+ROUNDS=${ROUNDS:-3}
+TOKENS=${TOKENS:-32}
+SYS=${SYS:-900}
+THREADS=${THREADS:-2}
+LIMIT=${LIMIT:-3600}
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+TMP=$(mktemp -d)
+LOG=$TMP/server.log
+"$K3" serve --model "$MODEL" --port 0 --test-mode --threads "$THREADS" ${SERVE_ARGS:-} >"$LOG" 2>&1 &
+PID=$!
+trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$TMP"' EXIT
+PORT=
+for _ in $(seq 1 600); do
+    PORT=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$LOG")
+    [ -n "$PORT" ] && break
+    kill -0 $PID 2>/dev/null || { cat "$LOG" >&2; exit 1; }
+    sleep 0.1
+done
+[ -n "$PORT" ] || { echo "server did not start" >&2; exit 1; }
+URL=http://127.0.0.1:$PORT
+run() { timeout "$LIMIT" node bench/serve_bench.mjs "$URL" "$@"; }
+run 1 4 "$SYS" warmup >/dev/null
+for r in $(seq 1 "$ROUNDS"); do
+    for n in $NS; do run "$n" "$TOKENS" "$SYS" "$r" | tee -a "$TMP/raw.jsonl" >&2; done
+done
+python3 - "$TMP/raw.jsonl" "$MODEL" "$THREADS" "$TOKENS" "$SYS" "$ROUNDS" "$OMP_WAIT_POLICY" <<'PY'
+import json, statistics, sys
+raw, model, threads, tokens, sysc, rounds, policy = sys.argv[1:]
+rows = [json.loads(l) for l in open(raw)]
+ns = sorted({r["n"] for r in rows})
+med = lambda v: statistics.median(v) if v else 0
+print(f"model {model}, {threads} threads, {tokens} tokens per stream, {sysc}-character shared "
+      f"system prompt, medians of {rounds} interleaved rounds, OMP_WAIT_POLICY={policy}\n")
+print("| streams | aggregate tok/s | per-stream tok/s | TTFT p50 ms | TTFT p95 ms | cache hits | prompt tokens reused | errors |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+base = None
+for n in ns:
+    rs = [r for r in rows if r["n"] == n]
+    agg = med([r["agg_tps"] for r in rs])
+    base = base or agg
+    hits = sum(r["cache_hits"] for r in rs); looks = sum(r["cache_lookups"] for r in rs)
+    reused = sum(r["cache_tokens_reused"] for r in rs)
+    pre = sum(r["prefill_tokens"] for r in rs)
+    frac = reused / (reused + pre) if reused + pre else 0
+    errs = sum(len(r["errors"]) for r in rs)
+    print(f"| {n} | {agg:.1f} ({agg / base:.2f}x) | {med([r['stream_tps_p50'] for r in rs]):.1f} | "
+          f"{med([r['ttft_p50_ms'] for r in rs]):.0f} | {med([r['ttft_p95_ms'] for r in rs]):.0f} | "
+          f"{hits}/{looks} | {100 * frac:.0f}% | {errs} |")
+PY

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# serve_batch.sh — continuous batching, the queue limit and the prompt cache
+# of `k3 serve` with concurrent streaming clients (tests/serve/batch.mjs).
+# No check depends on timing: states are reached by polling /health.
+cd "$(dirname "$0")/../.."
+. tests/serve/lib.sh
+rc=0
+serve_start --test-mode || { echo "FAIL serve_batch_start"; exit 1; }
+node tests/serve/batch.mjs "$SERVE_URL" batch || rc=1
+n=$(grep -c "finish=cancelled" "$SERVE_LOG")
+check serve_batch_cancel_logged test "$n" -ge 2
+serve_stop || { echo "FAIL serve_batch_clean_exit"; rc=1; }
+
+serve_start --test-mode --parallel 1 --max-queue 1 || { echo "FAIL serve_batch_start_queue"; exit 1; }
+node tests/serve/batch.mjs "$SERVE_URL" queue || rc=1
+serve_stop || { echo "FAIL serve_batch_clean_exit_queue"; rc=1; }
+
+serve_start --test-mode || { echo "FAIL serve_batch_start_cache"; exit 1; }
+node tests/serve/batch.mjs "$SERVE_URL" cache || rc=1
+serve_stop || { echo "FAIL serve_batch_clean_exit_cache"; rc=1; }
+# OMP_WAIT_POLICY=active: serve re-executes itself with passive waits (spinning
+# workers starved the HTTP threads: ~1 tok/s instead of ~30) and says so.
+OMP_WAIT_POLICY=active serve_start --test-mode || { echo "FAIL serve_batch_start_active"; exit 1; }
+check serve_batch_active_policy_noted grep -q "OMP_WAIT_POLICY=active ignored" "$SERVE_LOG"
+check serve_batch_active_policy_passive grep -qz "^OMP_WAIT_POLICY=passive$" "/proc/$SERVE_PID/environ"
+out=$(curl -s "$SERVE_URL/v1/chat/completions" -H 'Content-Type: application/json' \
+    -d '{"messages":[{"role":"user","content":"hi"}],"k3_test_force_text":"fine<|close|>response<|sep|><|close|>message<|sep|><|end_of_msg|>","chat_template_kwargs":{"thinking":false}}')
+check serve_batch_active_policy_serves grep -q '"content":"fine"' <<<"$out"
+serve_stop || { echo "FAIL serve_batch_clean_exit_active"; rc=1; }
+exit $rc
