@@ -154,4 +154,14 @@ void serve_metrics_text(serve_metrics *m, const serve_sched_stats *st, const cha
             st->cache_evictions);
     gauge(o, "k3_prefix_cache_entries", "Prompt-cache entries held.", model, st->cache_entries);
     gauge(o, "k3_prefix_cache_bytes", "Prompt-cache bytes held.", model, (double)st->cache_bytes);
+    counter(o, "k3_prefix_cache_snapshots_total", "Prompt-cache snapshots stored.", model,
+            st->cache_snapshots);
+    counter(o, "k3_batch_steps_total", "Batched forward steps (k3_forward_batch calls).", model,
+            st->steps);
+    counter(o, "k3_batch_step_sequences_total", "Sequences summed over the batched steps.", model,
+            st->step_sequences);
+    gauge(o, "k3_batch_max_step_sequences", "The largest batch of one step so far.", model,
+          st->max_step_sequences);
+    counter(o, "k3_queue_rejected_total", "Requests refused with 429 because the queue was full.",
+            model, st->rejected_queue);
 }

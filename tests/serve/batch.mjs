@@ -78,6 +78,10 @@ async function batchMode() {
   // after the cancellations the server still serves a fresh pair in one batch
   const [x, y] = await Promise.all([stream({ ...user("x"), k3_test_force_text: "one two three" + END }),
                                     stream({ ...user("y"), k3_test_force_text: "four five" + END })]);
+  const met = await (await fetch(`${URL}/metrics`)).text();
+  const mv = (n) => Number((met.match(new RegExp(`^${n}\\{[^}]*\\} (\\S+)$`, "m")) || [])[1]);
+  check("metrics_batch_counters", mv("k3_batch_max_step_sequences") >= 3 && mv("k3_batch_steps_total") > 0 &&
+        mv("k3_batch_step_sequences_total") > mv("k3_batch_steps_total"), met.split("\n").filter((l) => l.includes("batch")));
   check("serves_after_cancel", x.done && y.done && x.text === "one two three" && y.text === "four five", [x, y]);
 }
 
