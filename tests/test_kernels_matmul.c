@@ -217,13 +217,52 @@ TEST(float_formats_vs_ref) {
 }
 
 TEST(mxfp4_vs_ref) {
-    const int64_t shapes[][2] = {{1, 32}, {7, 96}, {37, 224}, {3, 1056}, {61, 64}};
+    /* columns: 1..3 trailing groups after full 128-column blocks, none, one
+     * block and more than a 64-group scale chunk; 67x1056 and 19x3584 are
+     * large enough to be split over threads */
+    const int64_t shapes[][2] = {{1, 32},  {7, 96},    {37, 224},  {3, 1056}, {61, 64},
+                                 {5, 128}, {67, 1056}, {19, 3584}, {2, 2144}, {9, 2048 + 96}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (size_t t = 0; t < sizeof Ts / sizeof Ts[0]; t++) {
             owned_mat m = make_mat(K3_W_MXFP4, shapes[s][0], shapes[s][1], 4, 32, K3_W_F32);
             check_product("mxfp4", &m.w, Ts[t]);
             free_mat(&m);
         }
+}
+
+/* Rows whose every E8M0 scale is 0 (2^-127) or 1 (2^-126), so the whole
+ * output is tiny and the absolute slack of the usual bound cannot hide a
+ * wrong subnormal scale, and a row with a NaN scale (0xff): checked
+ * relative to sum |w x|, in full 128-column blocks and trailing groups. */
+TEST(mxfp4_scale_edges) {
+    const int64_t Ks[] = {288, 1056, 128};
+    for (int i = 0; i < 3; i++) {
+        int64_t K = Ks[i];
+        owned_mat m = make_mat(K3_W_MXFP4, 3, K, 4, 32, K3_W_F32);
+        for (int64_t g = 0; g < K / 32; g++) {
+            m.scales[g] = 0;
+            m.scales[m.w.scale_stride + g] = 1;
+            m.scales[2 * m.w.scale_stride + g] = 127;
+        }
+        m.scales[2 * m.w.scale_stride + K / 32 - 1] = 255;
+        float *x = malloc(sizeof(float) * (size_t)K), y[3], ref[3];
+        for (int64_t c = 0; c < K; c++) x[c] = (float)(t_rand() + 0.5);
+        k3_matvec(&m.w, x, y);
+        k3_matmul_ref(&m.w, x, 1, ref);
+        float *row = malloc(sizeof(float) * (size_t)K);
+        for (int r = 0; r < 2; r++) {
+            k3_wmat_row(&m.w, r, 0, K, row);
+            double s = 0;
+            for (int64_t c = 0; c < K; c++) s += fabs((double)row[c] * x[c]);
+            CHECK(s > 0 && fabs((double)y[r] - ref[r]) <= 1e-5 * s, "K=%lld row %d: %g vs ref %g",
+                  (long long)K, r, y[r], ref[r]);
+        }
+        CHECK(isnan(y[2]) && isnan(ref[2]), "K=%lld: NaN scale gave %g (ref %g)", (long long)K,
+              y[2], ref[2]);
+        free(row);
+        free(x);
+        free_mat(&m);
+    }
 }
 
 TEST(affine_every_width_group_scale_type) {
@@ -392,6 +431,7 @@ TEST(avx2_only_mode) {
     float_formats_vs_ref();
     sliced_views_vs_ref();
     mxfp4_vs_ref();
+    mxfp4_scale_edges();
     affine_every_width_group_scale_type();
     few_tokens_every_format();
     large_threaded_vs_ref();
@@ -403,6 +443,7 @@ int main(void) {
     RUN(avx2_available);
     RUN(float_formats_vs_ref);
     RUN(mxfp4_vs_ref);
+    RUN(mxfp4_scale_edges);
     RUN(affine_every_width_group_scale_type);
     RUN(sliced_views_vs_ref);
     RUN(large_threaded_vs_ref);

@@ -17,6 +17,8 @@ int k3_cpu_has_avx512(void);
 /* 1 if k3_matvec_avx512 handles W (MXFP4 with cols % 32 == 0, affine 8-bit). */
 int k3_avx512_supports(const k3_wmat *W);
 void k3_matvec_avx512(const k3_wmat *W, const float *x, float *y);
+/* The MXFP4 case of k3_matvec_avx512 (matvec_mxfp4_avx512.c). */
+void k3_matvec_mxfp4_avx512(const k3_wmat *W, const float *x, float *y);
 /* The prefill tile in 16-lane registers (matmul_avx512.c): every format the
  * AVX2 kernels support (same decoder), bitwise equal to k3_matmul_avx2. */
 void k3_matmul_avx512(const k3_wmat *W, const float *X, int64_t T, float *Y);

@@ -1,11 +1,5 @@
-/* matvec_avx512.c — AVX-512 matrix-vector products for MXFP4 (the release
- * expert format) and MLX affine 8-bit.
- *
- * MXFP4: the doubled E2M1 table via pshufb on the low and high nibbles of a
- * 32-code group, each widened to 16 lanes, against x permuted once per call
- * to match (xp[32g + 0..15] = even columns, [16..31] = odd columns), half the
- * E8M0 scale per group. Measured 9% faster than the AVX2 kernel on one core
- * (23.3 vs 21.4 GFLOP/s, bench/kmicro.c 512x4096).
+/* matvec_avx512.c — AVX-512 matrix-vector products: the dispatch for MXFP4
+ * (the release expert format, in matvec_mxfp4_avx512.c) and MLX affine 8-bit.
  *
  * Affine 8-bit: 16 codes per u8 -> i32 -> f32 conversion and one FMA (the
  * AVX2 kernel needs two of each for the same codes): 10-11 -> 12-13.6 GB/s
@@ -19,8 +13,6 @@
 #include "quant/dtype.h"
 
 #include <immintrin.h>
-#include <math.h>
-#include <string.h>
 
 #define K3_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
 #define K3_AVX512_INLINE                                                                           \
@@ -46,50 +38,6 @@ int k3_avx512_supports(const k3_wmat *W) {
     if (W->fmt == K3_W_AFFINE) /* 8-bit only (see affine8_row), shapes as for AVX2 */
         return W->bits == 8 && k3_avx2_supports(W);
     return W->fmt == K3_W_MXFP4 && W->group == 32 && W->cols % 32 == 0;
-}
-
-/* MXFP4: xp[32g + 0..15] = even columns of group g, [16..31] = odd columns. */
-static void permute_x_mxfp4(const float *x, int64_t K, float *xp) {
-    for (int64_t g = 0; g < K; g += 32)
-        for (int i = 0; i < 16; i++) {
-            xp[g + i] = x[g + 2 * i];
-            xp[g + 16 + i] = x[g + 2 * i + 1];
-        }
-}
-
-static inline float half_scale(uint8_t s) {
-    if (s == 0xff) return NAN;
-    uint32_t u = s >= 2 ? (uint32_t)(s - 1) << 23 : (s == 1 ? 0x00400000u : 0x00200000u);
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-K3_AVX512_INLINE float mxfp4_row(const k3_wmat *W, int64_t r, const float *xp) {
-    const __m128i lut = _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
-    const __m128i m = _mm_set1_epi8(15);
-    const uint8_t *row = W->data + (size_t)r * W->row_stride;
-    const uint8_t *sc = W->scales + (size_t)r * W->scale_stride;
-    __m512 y0 = _mm512_setzero_ps(), y1 = y0;
-    for (int64_t g = 0; g < W->cols / 32; g++) {
-        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(row + g * 16));
-        __m128i lo = _mm_shuffle_epi8(lut, _mm_and_si128(b, m));
-        __m128i hi = _mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(b, 4), m));
-        __m512 a = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lo)),
-                                 _mm512_loadu_ps(xp + g * 32));
-        a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(hi)),
-                            _mm512_loadu_ps(xp + g * 32 + 16), a);
-        __m512 s = _mm512_set1_ps(half_scale(sc[g]));
-        if (g & 1)
-            y1 = _mm512_fmadd_ps(a, s, y1);
-        else
-            y0 = _mm512_fmadd_ps(a, s, y0);
-    }
-    return _mm512_reduce_add_ps(_mm512_add_ps(y0, y1));
-}
-
-K3_AVX512 static void mxfp4_rows(const k3_rows_ctx *c, int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; r++) c->y[r] = mxfp4_row(c->W, r, c->xp);
 }
 
 /* One 8-bit affine row: sum_g s_g * (q . x)_g + sum_g b_g * xsum_g, 16 codes
@@ -143,13 +91,8 @@ static void matvec_affine8(const k3_wmat *W, const float *x, float *y) {
 }
 
 void k3_matvec_avx512(const k3_wmat *W, const float *x, float *y) {
-    if (W->fmt == K3_W_AFFINE) {
+    if (W->fmt == K3_W_AFFINE)
         matvec_affine8(W, x, y);
-        return;
-    }
-    const int64_t K = W->cols;
-    float *xp = k3_scratch(K3_SCRATCH_XPERM, sizeof(float) * (size_t)(K + 64));
-    permute_x_mxfp4(x, K, xp);
-    k3_rows_ctx c = {W, x, xp, NULL, y};
-    k3_parallel_rows(&c, mxfp4_rows);
+    else
+        k3_matvec_mxfp4_avx512(W, x, y);
 }
