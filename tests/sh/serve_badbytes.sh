@@ -59,6 +59,7 @@ PY
 kill -0 "$SERVE_PID" 2>/dev/null
 check serve_badbytes_no_crash test $? = 0
 serve_stop
+check serve_badbytes_clean_exit_1 test $? = 0
 check serve_badbytes_log_utf8 python3 -c 'import sys; sys.stdin.buffer.read().decode("utf-8")' <"$SERVE_LOG"
 check serve_badbytes_log_no_escape_chars sh -c "! grep -q \$(printf '\\033') '$SERVE_LOG'"
 check serve_badbytes_log_not_forged sh -c "! grep -q '^forged' '$SERVE_LOG' && grep -q 'GET /x\\\\x0aforged\\\\x1b' '$SERVE_LOG'"

@@ -72,6 +72,7 @@ check("serve_guard_health_full_with_key", st == 200 and "requests_done" in d and
       d["limits"]["ctx_size"] > 0, body)
 PY
 serve_stop
+check serve_guard_clean_exit_1 test $? = 0
 
 # --allowed-host adds names; '*' accepts any
 serve_start --allowed-host 'k3.internal,other.example' || { echo "FAIL serve_guard_start_allowed"; exit 1; }
@@ -82,10 +83,12 @@ check serve_guard_allowed_host_keeps_loopback test "$st" = 200
 st=$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: evil.example' "$SERVE_URL/health")
 check serve_guard_allowed_host_others_403 test "$st" = 403
 serve_stop
+check serve_guard_clean_exit_2 test $? = 0
 serve_start --allowed-host '*' || { echo "FAIL serve_guard_start_any"; exit 1; }
 st=$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: evil.example' "$SERVE_URL/health")
 check serve_guard_allowed_host_star test "$st" = 200
 serve_stop
+check serve_guard_clean_exit_3 test $? = 0
 
 # --api-key "" is an error, not "auth off"
 "$K3" serve --api-key "" --port 0 --model "$(serve_model)" >"$SERVE_TMP/cli" 2>&1

@@ -53,6 +53,7 @@ m = json.loads(get(port, b"/v1/models")[2])
 check("serve_limits_reported_in_models", m["data"][0].get("max_model_len") == 64, m)
 PY
 serve_stop
+check serve_limits_clean_exit_1 test $? = 0
 
 # --- --timeout during prefill, counted: the deadline passes after 48 prompt tokens
 serve_start --test-mode --cache-mb 0 --prefill-chunk 16 || { echo "FAIL serve_limits_start2"; exit 1; }
@@ -81,12 +82,13 @@ check("serve_limits_prefill_timeout_stream", st == 200 and b'"code":"timeout"' i
 check("serve_limits_prefill_timeout_nothing_fed", health()["prefill_tokens"] == after)
 PY
 serve_stop
+check serve_limits_clean_exit_2 test $? = 0
 
 # --- hostile bodies and stalled readers: bounded RSS
 # (idle timeout long here: every stalled client must stay until all ten are paused)
 serve_start --test-mode --cache-mb 0 --max-unread 65536 --idle-timeout 600 || { echo "FAIL serve_limits_start3"; exit 1; }
 python3 - "$SERVE_PORT" "$SERVE_LOG" <<'PY' || echo "FAIL serve_limits_script_3 (exit $?)"
-import json, socket, sys, time
+import json, os, socket, sys, time
 sys.path.insert(0, "tests/serve")
 from rawhttp import request, get
 port, log = int(sys.argv[1]), sys.argv[2]
@@ -138,7 +140,10 @@ for k in range(1200):  # waits for an event (all ten paused), up to ~10 minutes
     time.sleep(0.5)
 check("serve_limits_stalled_readers_paused", paused == 10, h)
 rss = health()["rss_bytes"]
-check("serve_limits_stalled_readers_rss", max(rss, rss_max) < base + 64 * MB,
+# Not under AddressSanitizer (K3_SAN=1, set by run_all.sh): its quarantine keeps
+# up to 256 MiB of freed memory resident on purpose (seen: 496 MB there, 13 MB without).
+SAN = os.environ.get("K3_SAN") == "1"
+check("serve_limits_stalled_readers_rss", SAN or max(rss, rss_max) < base + 64 * MB,
       "base %d MB, paused %d MB, max seen %d MB" % (base >> 20, rss >> 20, rss_max >> 20))
 for s in socks:
     s.close()
@@ -148,9 +153,10 @@ for k in range(1200):  # the hang-ups cancel them
         break
     time.sleep(0.5)
 check("serve_limits_stalled_readers_gone", h["active"] == 0 and h["paused"] == 0, h)
-check("serve_limits_rss_after_stall", health()["rss_bytes"] < base + 64 * MB)
+check("serve_limits_rss_after_stall", SAN or health()["rss_bytes"] < base + 64 * MB)
 PY
 serve_stop
+check serve_limits_clean_exit_3 test $? = 0
 
 # a stalled reader is cancelled by the idle timeout (no successful write for 2 s)
 serve_start --test-mode --cache-mb 0 --max-unread 65536 --idle-timeout 2 || { echo "FAIL serve_limits_start4"; exit 1; }
@@ -180,6 +186,7 @@ check("serve_limits_stalled_reader_cancelled", h["active"] == 0 and n == 1, (h, 
 s.close()
 PY
 serve_stop
+check serve_limits_clean_exit_4 test $? = 0
 
 # --- connections: per-address limit, /health from another address
 serve_start --max-conn-per-ip 4 --idle-timeout 600 || { echo "FAIL serve_limits_start5"; exit 1; }
@@ -226,6 +233,7 @@ check("serve_limits_per_ip_limit", served == 4, served)
 check("serve_limits_same_address_after_close", health_from("127.0.0.1") == b"200")
 PY
 serve_stop
+check serve_limits_clean_exit_5 test $? = 0
 
 # --- an idle connection and a half-sent header are closed by the idle timeout
 serve_start --idle-timeout 1 || { echo "FAIL serve_limits_start6"; exit 1; }
@@ -254,3 +262,4 @@ check("serve_limits_idle_closed", closed_by_server(b""))
 check("serve_limits_half_header_closed", closed_by_server(b"GET /health HTTP/1.1\r\nHost: 127"))
 PY
 serve_stop
+check serve_limits_clean_exit_6 test $? = 0
