@@ -118,8 +118,19 @@ static int answer(chat *c, const char *user) {
     k3_gen_stats st;
     int rc = k3_generate(c->s.m, c->seq, c->s.tok, ids.ids, ids.n, &gp, on_text, pr, &st);
     k3_printer_finish(pr);
-    if (!rc && st.finish == K3_FINISH_CANCELLED) printf("[stopped]\n");
+    int cut = !rc && st.prompt_tokens < (int64_t)ids.n; /* stopped inside the prompt */
+    if (!rc && st.finish == K3_FINISH_CANCELLED)
+        printf(cut ? "[stopped during the prompt; the conversation starts over]\n" : "[stopped]\n");
     c->pending.n = 0;
+    if (cut) { /* the cache holds part of a message: nothing can follow it */
+        if (c->o->verbose) report(c, &st, before);
+        forget(c);
+        interrupted = 0;
+        k3_printer_free(pr);
+        k3_gen_stats_free(&st);
+        k3_ids_free(&ids);
+        return 0;
+    }
     if (!rc)
         rc = k3_session_close_turn(&c->s, st.last_id, st.finish == K3_FINISH_STOP_ID,
                                    k3_printer_state(pr), &c->pending);

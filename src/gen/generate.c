@@ -158,11 +158,25 @@ int k3_generate(k3_model *m, k3_seq *s, const k3_tokenizer *tok, const int32_t *
     g.stop = k3_stopper_new(p->stops, p->n_stops);
     g.logits = k3_xmalloc((size_t)V * sizeof *g.logits);
     double t0 = k3_now();
-    int rc = k3_forward(s, prompt, (int64_t)n, g.logits, 0);
+    /* The prompt in pieces of K3_GEN_PREFILL_PIECE tokens, the cancel flag
+     * checked between them: k3_forward feeds a long input in 512-token passes
+     * anyway, so the pieces change no bit of the result. */
+    int rc = 0;
+    size_t done = 0;
+    while (!rc && done < n) {
+        if (done && p->cancel && *p->cancel) break;
+        size_t k = n - done < K3_GEN_PREFILL_PIECE ? n - done : K3_GEN_PREFILL_PIECE;
+        rc = k3_forward(s, prompt + done, (int64_t)k, done + k == n ? g.logits : NULL, 0);
+        if (!rc) done += k;
+    }
     if (p->prefilling) *p->prefilling = 0;
     if (rc) k3_preferr("prefilling %zu prompt tokens", n);
-    st->prompt_tokens = (int64_t)n;
-    if (!rc) rc = decode_loop(&g, t0);
+    st->prompt_tokens = (int64_t)done;
+    if (!rc && done < n) { /* cancelled inside the prompt */
+        st->finish = K3_FINISH_CANCELLED;
+        st->prompt_s = k3_now() - t0;
+    } else if (!rc)
+        rc = decode_loop(&g, t0);
     if (rc) st->finish = K3_FINISH_ERROR;
     free(g.logits);
     k3_stopper_free(g.stop);

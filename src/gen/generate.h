@@ -37,7 +37,8 @@ typedef struct k3_gen_params {
     const int32_t *stop_ids; /* extra stop ids besides the config eos ids / <|end_of_msg|> */
     int n_stop_ids;
     const volatile sig_atomic_t *cancel; /* optional: generation stops when *cancel != 0
-                                            (checked before every token; e.g. set by SIGINT) */
+                                            (checked before every token and between
+                                            prefill pieces; e.g. set by SIGINT) */
     volatile sig_atomic_t *prefilling;   /* optional: set to 0 once the prompt is prefilled
                                             (a caller's SIGINT handler can tell the phases apart) */
     int show_special; /* 1: print every control token; 0 (default): drop those whose
@@ -65,7 +66,13 @@ void k3_gen_stats_free(k3_gen_stats *st);
  * Return non-zero to stop generating. */
 typedef int (*k3_gen_emit)(void *ctx, int32_t id, const char *text, size_t len);
 
-/* Prefill prompt[0..n) (n >= 1) into s, then generate. The sampler is
+/* Tokens of the prompt fed between two looks at the cancel flag (k3_forward's
+ * own pass length, so the pieces give the same bits as one call). */
+#define K3_GEN_PREFILL_PIECE 512
+
+/* Prefill prompt[0..n) (n >= 1) into s, then generate. A cancel during the
+ * prefill stops it between pieces: st->finish is K3_FINISH_CANCELLED with
+ * st->prompt_tokens < n (the sequence holds that part of the prompt). The sampler is
  * created from p->sp and fed the prompt (repetition penalty history).
  * Returns 0 (see st->finish) or -1 + k3_errmsg. */
 int k3_generate(k3_model *m, k3_seq *s, const k3_tokenizer *tok, const int32_t *prompt, size_t n,

@@ -89,6 +89,28 @@ else
     fail chat_ctrl_c_stops_answer_only "rc=$rc" "$(tail -3 "$T/err3")" "$(grep -c stopped "$T/out3") [stopped] lines"
 fi
 
+# Ctrl-C inside a long prompt (more than one 512-token prefill piece) stops the
+# prefill between pieces; the half-fed message cannot be continued, so the
+# conversation starts over (the next turn prefills from an empty cache).
+long=$(printf 'talk for a long time %.0s' $(seq 30))
+python3 - "$K3" chat --model "$FX" -m 2 --verbose >"$T/out5" 2>"$T/err5" "$long" <<'PY'
+import os, signal, subprocess, sys
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+p = subprocess.Popen(sys.argv[1:-1], stdin=subprocess.PIPE)
+os.kill(p.pid, signal.SIGINT)  # pending in k3 until its first answer starts
+p.communicate(sys.argv[-1].encode() + b"\nsecond\n", timeout=600)
+sys.exit(p.returncode if p.returncode >= 0 else 128 - p.returncode)
+PY
+rc=$?
+read -r n1 _ _ <<<"$(turn_nums "$T/err5" 1)"
+read -r _ a2 _ <<<"$(turn_nums "$T/err5" 2)"
+if [ $rc = 0 ] && grep -q '^\[stopped during the prompt; the conversation starts over\]$' "$T/out5" &&
+    [ "$n1" = 512 ] && [ "$a2" = 0 ]; then
+    pass chat_ctrl_c_inside_long_prompt
+else
+    fail chat_ctrl_c_inside_long_prompt "rc=$rc, turn 1 prefilled '$n1', turn 2 from cache '$a2'" "$(head -3 "$T/out5")"
+fi
+
 # bad flags
 "$K3" chat --model "$FX" --prompt x </dev/null >/dev/null 2>"$T/err4"
 rc=$?
