@@ -72,11 +72,17 @@ if grep -q '"mode": "mxfp4"' "$TMP/q8_keep_mxfp4/config.json"; then
 else
     fail quantize_keep_mxfp4_mode "global mode is not mxfp4"
 fi
-# routers are 8-bit group 64 whatever --bits says
-if grep -A3 'mlp.gate"' "$TMP/q4_g32/config.json" | grep -q '"bits": 8'; then
-    pass quantize_router_8bit
+# routers keep their source dtype (BF16, no quantization entry) unless --quantize-router
+if ! grep -q 'mlp.gate"' "$TMP/q4_g32/config.json"; then
+    pass quantize_router_source_dtype
 else
-    fail quantize_router_8bit
+    fail quantize_router_source_dtype "a router has a quantization entry"
+fi
+if "$K3" quantize --model "$FIX/tiny-bf16" --out "$TMP/qr" --bits 4 --group-size 32 \
+    --quantize-router >/dev/null 2>&1 && grep -A3 'mlp.gate"' "$TMP/qr/config.json" | grep -q '"bits": 8'; then
+    pass quantize_router_8bit_option
+else
+    fail quantize_router_8bit_option
 fi
 
 # bad input: clear message, non-zero exit, no crash
