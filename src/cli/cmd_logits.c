@@ -1,10 +1,11 @@
 /* cmd_logits.c — `k3 logits`: float32 logits [T, vocab] (row-major) for a token list.
  *
  *   k3 logits --model DIR --tokens 1,2,3 --out FILE [--mode prefill|decode|chunked:N]
- *             [--threads N] [--pipeline] [--act-int8]
+ *             [--threads N] [--pipeline | --pipeline-stages S] [--act-int8]
  *
- * Under `mpirun -np N` the model is split N ways (tensor parallel, or layer
- * ranges with --pipeline; src/dist/launch.h) and rank 0 writes FILE.
+ * Under `mpirun -np N` the model is split N ways (tensor parallel, layer
+ * ranges with --pipeline, or S stages of N/S-way tensor parallel groups with
+ * --pipeline-stages S; src/dist/launch.h) and rank 0 writes FILE.
  *
  * prefill feeds all tokens in one call, decode one token per call, chunked:N
  * N tokens per call; all three must give the same logits (the caches carry the
@@ -23,9 +24,10 @@
 static void usage(FILE *f) {
     fprintf(f, "usage: k3 logits --model DIR --tokens 1,2,3 --out FILE\n"
                "                 [--mode prefill|decode|chunked:N] [--threads N] [--pipeline]\n"
-               "                 [--act-int8]\n"
+               "                 [--pipeline-stages S] [--act-int8]\n"
                "writes float32 logits [T, vocab], row-major, to FILE\n"
-               "under mpirun -np N: tensor parallel over N ranks (--pipeline: layer ranges),\n"
+               "under mpirun -np N: tensor parallel over N ranks (--pipeline: layer ranges;\n"
+               "--pipeline-stages S: S stages, each an N/S-way tensor-parallel group),\n"
                "rank 0 writes FILE\n"
                "--act-int8: int8 activations in quantized one-token (decode) products\n"
                "(AVX-512 VNNI; lossy, off by default)\n");
@@ -78,7 +80,12 @@ static int64_t parse_mode(const char *m, int64_t n) {
 static int run(const char *model, const int32_t *tok, int64_t n, int64_t chunk, int threads,
                const char *out, int pipeline) {
     k3_load_opts o = {.threads = threads, .tp_size = 1, .pp_size = 1};
-    k3_model *m = k3_dist_model_load(model, &o, pipeline); /* this rank's slice under mpirun */
+    /* this rank's slice under mpirun: pipeline < 0 = one stage per rank, 0 = TP only */
+    k3_model *m = k3_dist_init() ? NULL
+                                 : k3_dist_model_load_stages(model, &o,
+                                                             pipeline < 0 ? k3_dist_size()
+                                                             : pipeline   ? pipeline
+                                                                          : 1);
     if (!m) {
         fprintf(stderr, "k3 logits: %s%s\n", k3_dist_tag(), k3_errmsg());
         return 1;
@@ -119,7 +126,17 @@ int cmd_logits(int argc, char **argv) {
             return 0;
         }
         if (!strcmp(a, "--pipeline")) {
-            pipeline = 1;
+            pipeline = -1;
+            continue;
+        }
+        if (!strcmp(a, "--pipeline-stages") && i + 1 < argc) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || v < 1 || v > 4096) {
+                fprintf(stderr, "k3 logits: --pipeline-stages must be a positive integer\n");
+                return 2;
+            }
+            pipeline = (int)v;
             continue;
         }
         if (!strcmp(a, "--act-int8")) {

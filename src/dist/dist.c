@@ -75,9 +75,10 @@ void k3_dist_finalize(void) {
         k3_dist_counters c = k3_dist_stats();
         fprintf(stderr,
                 "k3 %scomm: %llu all-reduce calls, %llu all-reduce bytes, %llu p2p calls, "
-                "%llu p2p bytes\n",
+                "%llu p2p bytes, %llu p2p bytes sent\n",
                 g_tag, (unsigned long long)c.allreduce_calls, (unsigned long long)c.allreduce_bytes,
-                (unsigned long long)c.p2p_calls, (unsigned long long)c.p2p_bytes);
+                (unsigned long long)c.p2p_calls, (unsigned long long)c.p2p_bytes,
+                (unsigned long long)c.sent_bytes);
     }
     if (!g_inited) return;
     g_inited = 0;
@@ -114,18 +115,17 @@ static int use_mpi_allreduce(void) {
 
 /* Gather every rank's piece and add them in the canonical tree order
  * (model/rowpar.h): identical on every rank and equal to the single-process sum. */
-static int allreduce_tree(float *buf, size_t n) {
+static int allreduce_tree(MPI_Comm comm, int size, float *buf, size_t n) {
     size_t piece = n < TREE_PIECE ? n : TREE_PIECE;
-    float *all = k3_alloc((size_t)g_size * piece * sizeof(float));
-    float **parts = k3_xcalloc((size_t)g_size, sizeof *parts);
+    float *all = k3_alloc((size_t)size * piece * sizeof(float));
+    float **parts = k3_xcalloc((size_t)size, sizeof *parts);
     if (!all) return -1;
     int rc = MPI_SUCCESS;
     for (size_t off = 0; rc == MPI_SUCCESS && off < n; off += piece) {
         size_t cnt = n - off < piece ? n - off : piece;
-        rc =
-            MPI_Allgather(buf + off, (int)cnt, MPI_FLOAT, all, (int)cnt, MPI_FLOAT, MPI_COMM_WORLD);
-        for (int r = 0; r < g_size; r++) parts[r] = all + (size_t)r * cnt;
-        k3_tree_reduce(parts, g_size, (int64_t)cnt);
+        rc = MPI_Allgather(buf + off, (int)cnt, MPI_FLOAT, all, (int)cnt, MPI_FLOAT, comm);
+        for (int r = 0; r < size; r++) parts[r] = all + (size_t)r * cnt;
+        k3_tree_reduce(parts, size, (int64_t)cnt);
         memcpy(buf + off, parts[0], cnt * sizeof(float));
     }
     k3_free(all);
@@ -133,46 +133,53 @@ static int allreduce_tree(float *buf, size_t n) {
     return rc == MPI_SUCCESS ? 0 : mpi_fail(rc, "all-reduce (allgather)");
 }
 
-int k3_dist_allreduce_sum(float *buf, size_t n) {
+/* A sub-group of the world (k3_dist_grid) or the world itself. */
+typedef struct {
+    MPI_Comm comm;
+    int rank, size;
+} group;
+
+static int group_allreduce(const group *g, float *buf, size_t n) {
     g_stats.allreduce_calls++;
     g_stats.allreduce_bytes += (uint64_t)n * sizeof(float);
-    if (g_size == 1) return 0;
-    if (!use_mpi_allreduce()) return allreduce_tree(buf, n);
+    if (g->size == 1) return 0;
+    if (!use_mpi_allreduce()) return allreduce_tree(g->comm, g->size, buf, n);
     for (size_t off = 0; off < n; off += CHUNK) {
         int cnt = (int)(n - off < CHUNK ? n - off : CHUNK);
-        int rc = MPI_Allreduce(MPI_IN_PLACE, buf + off, cnt, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        int rc = MPI_Allreduce(MPI_IN_PLACE, buf + off, cnt, MPI_FLOAT, MPI_SUM, g->comm);
         if (rc != MPI_SUCCESS) return mpi_fail(rc, "all-reduce");
     }
     return 0;
 }
 
-static int check_peer(int peer, const char *what) {
-    if (peer < 0 || peer >= g_size || peer == g_rank)
-        return k3_seterr("%s: peer rank %d invalid (this is rank %d of %d)", what, peer, g_rank,
-                         g_size);
+static int check_peer(const group *g, int peer, const char *what) {
+    if (peer < 0 || peer >= g->size || peer == g->rank)
+        return k3_seterr("%s: peer rank %d invalid (this is rank %d of %d)", what, peer, g->rank,
+                         g->size);
     return 0;
 }
 
-int k3_dist_send(int peer, const float *buf, size_t n) {
-    if (check_peer(peer, "send")) return -1;
+static int group_send(const group *g, int peer, const float *buf, size_t n) {
+    if (check_peer(g, peer, "send")) return -1;
     g_stats.p2p_calls++;
     g_stats.p2p_bytes += (uint64_t)n * sizeof(float);
+    g_stats.sent_bytes += (uint64_t)n * sizeof(float);
     for (size_t off = 0; off < n; off += CHUNK) {
         int cnt = (int)(n - off < CHUNK ? n - off : CHUNK);
-        int rc = MPI_Send(buf + off, cnt, MPI_FLOAT, peer, 0, MPI_COMM_WORLD);
+        int rc = MPI_Send(buf + off, cnt, MPI_FLOAT, peer, 0, g->comm);
         if (rc != MPI_SUCCESS) return mpi_fail(rc, "send");
     }
     return 0;
 }
 
-int k3_dist_recv(int peer, float *buf, size_t n) {
-    if (check_peer(peer, "recv")) return -1;
+static int group_recv(const group *g, int peer, float *buf, size_t n) {
+    if (check_peer(g, peer, "recv")) return -1;
     g_stats.p2p_calls++;
     g_stats.p2p_bytes += (uint64_t)n * sizeof(float);
     for (size_t off = 0; off < n; off += CHUNK) {
         int cnt = (int)(n - off < CHUNK ? n - off : CHUNK), got = 0;
         MPI_Status st;
-        int rc = MPI_Recv(buf + off, cnt, MPI_FLOAT, peer, 0, MPI_COMM_WORLD, &st);
+        int rc = MPI_Recv(buf + off, cnt, MPI_FLOAT, peer, 0, g->comm, &st);
         if (rc != MPI_SUCCESS) return mpi_fail(rc, "recv");
         MPI_Get_count(&st, MPI_FLOAT, &got);
         if (got != cnt)
@@ -181,15 +188,28 @@ int k3_dist_recv(int peer, float *buf, size_t n) {
     return 0;
 }
 
+static const group *world(void) {
+    static group w;
+    w = (group){MPI_COMM_WORLD, g_rank, g_size};
+    return &w;
+}
+
+int k3_dist_allreduce_sum(float *buf, size_t n) {
+    return group_allreduce(world(), buf, n);
+}
+
+int k3_dist_send(int peer, const float *buf, size_t n) {
+    return group_send(world(), peer, buf, n);
+}
+
+int k3_dist_recv(int peer, float *buf, size_t n) {
+    return group_recv(world(), peer, buf, n);
+}
+
+static int comm_bcast(void *ctx, void *buf, size_t bytes, int root);
+
 int k3_dist_bcast(void *buf, size_t bytes, int root) {
-    if (g_size == 1) return 0;
-    char *p = buf;
-    for (size_t off = 0; off < bytes; off += CHUNK) {
-        int cnt = (int)(bytes - off < CHUNK ? bytes - off : CHUNK);
-        int rc = MPI_Bcast(p + off, cnt, MPI_BYTE, root, MPI_COMM_WORLD);
-        if (rc != MPI_SUCCESS) return mpi_fail(rc, "broadcast");
-    }
-    return 0;
+    return comm_bcast(NULL, buf, bytes, root);
 }
 
 void k3_dist_barrier(void) {
@@ -212,25 +232,56 @@ int k3_dist_all_ok(int ok) {
 /* ---- the world group as a k3_comm ---- */
 
 static int comm_allreduce(void *ctx, float *buf, size_t n) {
-    (void)ctx;
-    return k3_dist_allreduce_sum(buf, n);
+    return group_allreduce(ctx ? ctx : world(), buf, n);
 }
 static int comm_send(void *ctx, int peer, const float *buf, size_t n) {
-    (void)ctx;
-    return k3_dist_send(peer, buf, n);
+    return group_send(ctx ? ctx : world(), peer, buf, n);
 }
 static int comm_recv(void *ctx, int peer, float *buf, size_t n) {
-    (void)ctx;
-    return k3_dist_recv(peer, buf, n);
+    return group_recv(ctx ? ctx : world(), peer, buf, n);
 }
 
 static int comm_bcast(void *ctx, void *buf, size_t bytes, int root) {
-    (void)ctx;
-    return k3_dist_bcast(buf, bytes, root);
+    const group *g = ctx ? ctx : world();
+    if (g->size == 1) return 0;
+    char *p = buf;
+    for (size_t off = 0; off < bytes; off += CHUNK) {
+        int cnt = (int)(bytes - off < CHUNK ? bytes - off : CHUNK);
+        int rc = MPI_Bcast(p + off, cnt, MPI_BYTE, root, g->comm);
+        if (rc != MPI_SUCCESS) return mpi_fail(rc, "broadcast");
+    }
+    return 0;
 }
 
 const k3_comm *k3_dist_comm(void) {
     static k3_comm c;
     c = (k3_comm){NULL, g_rank, g_size, comm_allreduce, comm_send, comm_recv, comm_bcast};
     return &c;
+}
+
+int k3_dist_grid(int tp, const k3_comm **tp_comm, const k3_comm **pp_comm) {
+    static group gt, gp;
+    static k3_comm ct, cp;
+    static int made;
+    if (tp < 1 || g_size % tp)
+        return k3_seterr("%d ranks cannot be split into tensor-parallel groups of %d", g_size, tp);
+    if (!made) {
+        gt.comm = gp.comm = MPI_COMM_SELF;
+        if (g_size > 1) {
+            int rc = MPI_Comm_split(MPI_COMM_WORLD, g_rank / tp, g_rank % tp, &gt.comm);
+            if (rc == MPI_SUCCESS)
+                rc = MPI_Comm_split(MPI_COMM_WORLD, g_rank % tp, g_rank / tp, &gp.comm);
+            if (rc != MPI_SUCCESS) return mpi_fail(rc, "splitting the world into TP x PP groups");
+        }
+        made = tp;
+    } else if (made != tp) {
+        return k3_seterr("the TP x PP grid was already made with groups of %d", made);
+    }
+    gt.rank = g_rank % tp, gt.size = tp;
+    gp.rank = g_rank / tp, gp.size = g_size / tp;
+    ct = (k3_comm){&gt, gt.rank, gt.size, comm_allreduce, comm_send, comm_recv, comm_bcast};
+    cp = (k3_comm){&gp, gp.rank, gp.size, comm_allreduce, comm_send, comm_recv, comm_bcast};
+    *tp_comm = &ct;
+    *pp_comm = &cp;
+    return 0;
 }

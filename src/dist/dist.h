@@ -35,6 +35,11 @@ const k3_comm *k3_dist_comm(void);
 int k3_dist_allreduce_sum(float *buf, size_t n);
 int k3_dist_send(int peer, const float *buf, size_t n);
 int k3_dist_recv(int peer, float *buf, size_t n);
+/* TP x PP grid: world rank r is tensor-parallel rank r % tp of pipeline stage
+ * r / tp. *tp_comm is this rank's TP group (the tp ranks of its stage),
+ * *pp_comm its pipeline chain (the same TP rank in every stage, rank = stage).
+ * Valid until k3_dist_finalize; the world size must be a multiple of tp. */
+int k3_dist_grid(int tp, const k3_comm **tp_comm, const k3_comm **pp_comm);
 /* Copy `bytes` bytes from rank `root` to every rank. 0 or -1. */
 int k3_dist_bcast(void *buf, size_t bytes, int root);
 void k3_dist_barrier(void);
@@ -52,6 +57,7 @@ typedef struct k3_dist_counters {
     uint64_t allreduce_bytes; /* payload bytes summed (n * 4 per call) */
     uint64_t p2p_calls;       /* sends + receives */
     uint64_t p2p_bytes;       /* bytes sent + bytes received */
+    uint64_t sent_bytes;      /* bytes sent point to point */
 } k3_dist_counters;
 k3_dist_counters k3_dist_stats(void);
 void k3_dist_reset_stats(void);

@@ -23,8 +23,21 @@ int k3_dist_main(int argc, char **argv) {
         return 1;
     }
     if (k3_dist_size() == 1) return -1;
-    const char *pp = getenv("K3_PIPELINE");
-    k3_par_set_group(k3_dist_comm(), pp && *pp && strcmp(pp, "0"));
+    const char *pp = getenv("K3_PIPELINE"), *st = getenv("K3_PIPELINE_STAGES");
+    int stages = st && *st ? atoi(st) : 0, N = k3_dist_size();
+    const k3_comm *tpc, *ppc;
+    if (stages > 1 && stages < N) { /* TP groups of N / stages inside each stage */
+        if (N % stages || k3_dist_grid(N / stages, &tpc, &ppc)) {
+            if (k3_dist_rank() == 0)
+                fprintf(stderr, "k3: K3_PIPELINE_STAGES=%d over %d ranks: %s\n", stages, N,
+                        N % stages ? "the stage count must divide the rank count" : k3_errmsg());
+            k3_dist_finalize();
+            return 2;
+        }
+        k3_par_set_grid(k3_dist_comm(), tpc, ppc);
+    } else {
+        k3_par_set_group(k3_dist_comm(), stages == N || (pp && *pp && strcmp(pp, "0")));
+    }
     if (k3_dist_rank() == 0) {
         on_exit(driver_exit, NULL);
         return -1;

@@ -15,6 +15,11 @@
 
 /* opts may be NULL; its tp_* / pp_* fields are overwritten. Calls k3_dist_init(). */
 k3_model *k3_dist_model_load(const char *dir, const k3_load_opts *opts, int pipeline);
+/* The same with `stages` pipeline stages: 1 = tensor parallel over all ranks,
+ * N = pipeline over all ranks, in between TP groups of N / stages ranks inside
+ * each stage (world rank r: stage r / (N/stages), TP rank r % (N/stages); see
+ * k3_dist_grid). A stage count that does not divide N fails on every rank. */
+k3_model *k3_dist_model_load_stages(const char *dir, const k3_load_opts *opts, int stages);
 /* 1 if this process does the I/O (rank 0; always 1 outside mpirun). */
 int k3_dist_is_root(void);
 

@@ -65,6 +65,7 @@ static int local_send(void *ctx, int peer, const float *buf, size_t n) {
     if (peer < 0 || peer >= g->n || peer == rc->rank)
         return k3_seterr("send: peer rank %d invalid (group of %d)", peer, g->n);
     g->stats[rc->rank].p2p_calls++;
+    g->stats[rc->rank].sent_bytes += (uint64_t)n * sizeof(float);
     g->stats[rc->rank].p2p_bytes += (uint64_t)n * sizeof(float);
     local_slot *s = &g->slot[peer];
     pthread_mutex_lock(&s->mu);

@@ -23,9 +23,10 @@ enum {
 
 static const k3_comm *g_comm; /* NULL: no driver/follower mode */
 static int g_pipeline;
-static int g_following;       /* 1 while a follower executes a command (no re-broadcast) */
-static int g_loading;         /* driver inside k3_model_load: its internal frees stay local */
-static int64_t g_next_id = 1; /* driver: ids of sequences, in creation order */
+static const k3_comm *g_tp, *g_pp; /* TP x PP grid: the two groups (else NULL) */
+static int g_following;            /* 1 while a follower executes a command (no re-broadcast) */
+static int g_loading;              /* driver inside k3_model_load: its internal frees stay local */
+static int64_t g_next_id = 1;      /* driver: ids of sequences, in creation order */
 
 typedef struct {
     int64_t op, a, b, c, d;
@@ -36,6 +37,12 @@ int k3_forward_path(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, 
 void k3_par_set_group(const k3_comm *comm, int pipeline) {
     g_comm = comm && comm->size > 1 ? comm : NULL;
     g_pipeline = pipeline;
+    g_tp = g_pp = NULL;
+}
+
+void k3_par_set_grid(const k3_comm *world, const k3_comm *tp, const k3_comm *pp) {
+    k3_par_set_group(world, 0);
+    g_tp = tp, g_pp = pp;
 }
 
 static int driving(void) {
@@ -62,13 +69,17 @@ const k3_load_opts *k3_par_hook_load(const char *dir, const k3_load_opts *opts, 
     int r = g_comm->rank, N = g_comm->size;
     tmp->tp_rank = g_pipeline ? 0 : r, tmp->tp_size = g_pipeline ? 1 : N;
     tmp->pp_rank = g_pipeline ? r : 0, tmp->pp_size = g_pipeline ? N : 1;
+    if (g_tp) {
+        tmp->tp_rank = g_tp->rank, tmp->tp_size = g_tp->size;
+        tmp->pp_rank = g_pp->rank, tmp->pp_size = g_pp->size;
+    }
     return tmp;
 }
 
 k3_model *k3_par_hook_loaded(k3_model *m) {
     if (!g_comm) return m;
     g_loading = 0;
-    if (m && k3_model_set_comm(m, g_comm)) {
+    if (m && (g_tp ? k3_model_set_comms(m, g_tp, g_pp) : k3_model_set_comm(m, g_comm))) {
         k3_model_free(m);
         m = NULL;
     }

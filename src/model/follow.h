@@ -22,6 +22,9 @@
 /* Install the process group for driver/follower mode (pipeline: layer ranges
  * instead of tensor slices). Call on every rank before any model is loaded. */
 void k3_par_set_group(const k3_comm *comm, int pipeline);
+/* The same for a TP x PP grid: commands go over `world`, each rank's slice is
+ * TP rank tp->rank of tp->size inside pipeline stage pp->rank of pp->size. */
+void k3_par_set_grid(const k3_comm *world, const k3_comm *tp, const k3_comm *pp);
 /* Follower main loop: executes the driver's calls until it says goodbye or
  * exits. Returns 0, or 1 if a command failed here. */
 int k3_par_follow(void);

@@ -21,10 +21,6 @@ int k3_par_init(k3_model *m, const k3_load_opts *o) {
     int pr = o ? o->pp_rank : 0, ps = o && o->pp_size > 0 ? o->pp_size : 1;
     if (tr < 0 || tr >= ts) return k3_seterr("tensor-parallel rank %d outside [0, %d)", tr, ts);
     if (pr < 0 || pr >= ps) return k3_seterr("pipeline rank %d outside [0, %d)", pr, ps);
-    if (ts > 1 && ps > 1)
-        return k3_seterr("tensor parallel (%d ranks) and pipeline parallel (%d ranks) together are "
-                         "not supported; use one of them",
-                         ts, ps);
     if (ts > 1 && k3_tp_check_config(c, ts)) return -1;
     if (ps > c->num_hidden_layers)
         return k3_seterr("pipeline parallel over %d ranks: the model has only %d layers", ps,
@@ -68,6 +64,9 @@ static void comm_reduce(float *buf, int64_t n, void *ctx) {
 }
 
 int k3_model_set_comm(k3_model *m, const k3_comm *comm) {
+    if (comm && m->tp_size > 1 && m->pp_size > 1)
+        return k3_seterr("a TP %d x PP %d slice needs two groups (k3_model_set_comms)", m->tp_size,
+                         m->pp_size);
     int size = m->tp_size > 1 ? m->tp_size : m->pp_size;
     int rank = m->tp_size > 1 ? m->tp_rank : m->pp_rank;
     if (comm && (comm->size != size || comm->rank != rank))
@@ -80,22 +79,37 @@ int k3_model_set_comm(k3_model *m, const k3_comm *comm) {
     return 0;
 }
 
+int k3_model_set_comms(k3_model *m, const k3_comm *tp, const k3_comm *pp) {
+    if (!tp || !pp || tp->size != m->tp_size || tp->rank != m->tp_rank || pp->size != m->pp_size ||
+        pp->rank != m->pp_rank)
+        return k3_seterr("the TP group (rank %d of %d) and pipeline group (rank %d of %d) do not "
+                         "match the model's slice (TP %d of %d, stage %d of %d)",
+                         tp ? tp->rank : -1, tp ? tp->size : 0, pp ? pp->rank : -1,
+                         pp ? pp->size : 0, m->tp_rank, m->tp_size, m->pp_rank, m->pp_size);
+    m->comm = pp; /* stage-to-stage hand-off */
+    m->reduce = m->tp_size > 1 ? comm_reduce : NULL;
+    m->reduce_ctx = (void *)tp; /* partial sums inside the stage */
+    return 0;
+}
+
 int k3_model_makes_logits(const k3_model *m) {
     return m->pp_size == 1 || m->pp_rank == 0;
 }
 
 void k3_model_describe_slice(const k3_model *m, char *buf, size_t len) {
     const k3_config *c = &m->ck.cfg;
-    if (m->tp_size > 1) {
-        k3_tp_describe(c, m->tp_rank, m->tp_size, buf, len);
-    } else if (m->pp_size > 1) {
-        snprintf(buf, len, "pipeline stage %d of %d: layers %d..%d of %d%s%s", m->pp_rank,
-                 m->pp_size, m->layer0, m->layer1 - 1, c->num_hidden_layers,
-                 m->layer0 == 0 ? ", embedding" : "",
-                 m->layer1 == c->num_hidden_layers ? ", output mix + final norm + lm_head" : "");
-    } else {
+    size_t o = 0;
+    if (m->pp_size > 1)
+        o = (size_t)snprintf(
+            buf, len, "pipeline stage %d of %d: layers %d..%d of %d%s%s%s", m->pp_rank, m->pp_size,
+            m->layer0, m->layer1 - 1, c->num_hidden_layers, m->layer0 == 0 ? ", embedding" : "",
+            m->layer1 == c->num_hidden_layers ? ", output mix + final norm + lm_head" : "",
+            m->tp_size > 1 ? "; " : "");
+    if (o >= len) return;
+    if (m->tp_size > 1)
+        k3_tp_describe(c, m->tp_rank, m->tp_size, buf + o, len - o);
+    else if (m->pp_size == 1)
         snprintf(buf, len, "whole model (%d layers)", c->num_hidden_layers);
-    }
 }
 
 /* AttnRes blocks stored before layer `start`: one per block start i < start (i % B == 0). */

@@ -10,8 +10,12 @@
  *     first layers and rank 0 the last ones plus the output mix, final norm
  *     and lm_head; the hidden state and the AttnRes block list travel from
  *     stage to stage as one [blocks + 1, T, D] float tensor.
+ *   both (TP groups inside pipeline stages): each stage's layers are sliced
+ *     over its TP group; every TP rank of a stage hands its (identical) copy
+ *     of the residual stream to the same TP rank of the next stage.
  * The comm (src/model/comm.h) is attached after loading with
- * k3_model_set_comm; without one a split model refuses to run. */
+ * k3_model_set_comm (k3_model_set_comms for TP x PP); without one a split
+ * model refuses to run. */
 #ifndef K3_MODEL_PARALLEL_H
 #define K3_MODEL_PARALLEL_H
 
@@ -32,6 +36,9 @@ void k3_par_finish(k3_model *m);
 /* Attach the group (NULL detaches). Must be a group of tp_size or pp_size ranks
  * with this process at tp_rank / pp_rank. 0 or -1 + message. */
 int k3_model_set_comm(k3_model *m, const k3_comm *comm);
+/* Both groups of a TP x PP slice: tp = the tp_size ranks of this stage (rank
+ * tp_rank), pp = the pipeline chain of this TP rank (rank pp_rank of pp_size). */
+int k3_model_set_comms(k3_model *m, const k3_comm *tp, const k3_comm *pp);
 /* 1 if k3_forward on this process produces logits (every TP rank; the last
  * pipeline stage, pp_rank 0). */
 int k3_model_makes_logits(const k3_model *m);

@@ -2,7 +2,8 @@
 # dist_subcommands.sh — subcommands other than logits under mpirun: rank 0 runs
 # the subcommand and does all I/O, ranks 1..N-1 follow its model calls
 # (src/model/follow.h). generate on the built-in tiny model must produce the
-# same token ids with -np 2 tensor parallel and with K3_PIPELINE=1 as in one
+# same token ids with -np 2 tensor parallel, with K3_PIPELINE=1 and with
+# K3_PIPELINE_STAGES=2 -np 4 (TP2 x PP2) as in one
 # process; bench must run and report; serve must answer a greedy completion
 # with the same text as a single-process server, and all ranks end on SIGTERM.
 cd "$(dirname "$0")/../.."
@@ -19,11 +20,13 @@ ids() { grep -E '^\[k3\] (prompt|generated) ids' "$1"; }
 
 "$K3" generate -p "Hello there" -m 10 --verbose >/dev/null 2>"$TMP/g1.err"
 ids "$TMP/g1.err" >"$TMP/ids1"
-for variant in tp2 pp2; do
+for variant in tp2 pp2 tp2xpp2; do
+    np=2
     if [ "$variant" = pp2 ]; then export K3_PIPELINE=1; fi
-    dist_mpirun 2 "$K3" generate -p "Hello there" -m 10 --verbose >"$TMP/out" 2>"$TMP/g2.err"
+    if [ "$variant" = tp2xpp2 ]; then export K3_PIPELINE_STAGES=2 && np=4; fi
+    dist_mpirun "$np" "$K3" generate -p "Hello there" -m 10 --verbose >"$TMP/out" 2>"$TMP/g2.err"
     rc=$?
-    unset K3_PIPELINE
+    unset K3_PIPELINE K3_PIPELINE_STAGES
     ids "$TMP/g2.err" >"$TMP/ids2"
     if [ "$rc" -eq 0 ] && [ -s "$TMP/ids1" ] && cmp -s "$TMP/ids1" "$TMP/ids2" &&
         grep -q '^Generation: 10 tokens' "$TMP/out"; then
