@@ -41,10 +41,12 @@ check_layouts() { # label, mpirun wrapper function
             # shellcheck disable=SC2086
             K3_DIST_STATS=1 "$run" "$np" "$K3" logits --model "$F" --tokens "$TOK" --out "$TMP/x.f32" \
                 --mode "$mode" $args >"$TMP/$name.log" 2>&1
+            rc=$?
             if cmp -s "$TMP/x.f32" "$TMP/one.f32"; then
                 pass "dist_${label}_${name}_${mode}_bitwise"
             else
-                fail "dist_${label}_${name}_${mode}_bitwise" "$(grep -v '^ *$' "$TMP/$name.log" | tail -2 | tr '\n' ' ')"
+                fail "dist_${label}_${name}_${mode}_bitwise" "exit $rc"
+                grep -v '^ *$' "$TMP/$name.log" | tail -8 | sed 's/^/    /'
             fi
             if [ "$mode" = decode ]; then # traffic per token, per rank
                 grep -o '\[rank [0-9]*/[0-9]*\] comm: .*' "$TMP/$name.log" | sort | awk -v nt="$NT" -v n="$name" '
