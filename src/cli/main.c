@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 #include "dist/follow_cli.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,7 +84,20 @@ static int common_flags(int argc, char **argv) {
     return out;
 }
 
+static const char *command_name = "k3";
+
+/* At exit (a return from main or any exit()): output that could not be
+ * written — a full disk, a closed pipe — makes the run a failure. */
+static void check_stdout(void) {
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout)) return;
+    fprintf(stderr, "%s: writing the output failed%s%s\n", command_name, errno ? ": " : "",
+            errno ? strerror(errno) : "");
+    _exit(1);
+}
+
 int main(int argc, char **argv) {
+    atexit(check_stdout);
     argc = common_flags(argc, argv);
     if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version"))) {
         printf("k3 0.1 (git %s)\n", K3_GIT);
@@ -97,7 +111,12 @@ int main(int argc, char **argv) {
         return argc < 2 ? 2 : 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+        if (!strcmp(argv[1], commands[i].name)) {
+            static char name[32];
+            snprintf(name, sizeof name, "k3 %s", commands[i].name);
+            command_name = name;
+            return commands[i].fn(argc - 1, argv + 1);
+        }
     fprintf(stderr, "k3: unknown command '%s' (k3 --help lists the commands)\n", argv[1]);
     return 2;
 }

@@ -99,6 +99,12 @@ if [ -w /dev/full ]; then
     "$K3" generate --model "$FX" --byte-tokenizer --prompt hi -m 2 >/dev/full 2>"$T/full"
     rc=$?
     if [ $rc = 1 ] && grep -q 'writing the output failed' "$T/full"; then pass cli_generate_dev_full; else fail cli_generate_dev_full "rc=$rc" "$(cat "$T/full")"; fi
+    for c in "tokenize" "detokenize" "--version" "bench --help"; do
+        echo 72 | "$K3" $c >/dev/full 2>"$T/full"
+        rc=$?
+        n=cli_dev_full_$(echo "$c" | tr -dc 'a-z')
+        if [ $rc = 1 ] && grep -q 'writing the output failed' "$T/full"; then pass "$n"; else fail "$n" "rc=$rc" "$(cat "$T/full")"; fi
+    done
     echo /help | "$K3" chat --model "$FX" --byte-tokenizer -m 2 >/dev/full 2>"$T/full"
     rc=$?
     if [ $rc = 1 ] && grep -q 'writing the output failed' "$T/full"; then pass cli_chat_dev_full; else fail cli_chat_dev_full "rc=$rc" "$(cat "$T/full")"; fi
