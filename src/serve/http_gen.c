@@ -24,7 +24,13 @@ typedef struct {
     char *pend;
     size_t len, off;
     int finished;
+    double keepalive_s; /* send an SSE comment after this long without data (0: never) */
+    double t_sent;      /* when bytes were last handed to MHD */
 } stream_ctx;
+
+/* An SSE comment line: clients ignore it; it keeps a stream that is waiting
+ * for a long prefill from looking idle to --idle-timeout (and to proxies). */
+static const char KEEPALIVE[] = ": keep-alive\n\n";
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     stream_ctx *x = cls;
@@ -33,6 +39,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
             size_t n = x->len - x->off < max ? x->len - x->off : max;
             memcpy(buf, x->pend + x->off, n);
             x->off += n;
+            x->t_sent = k3_now();
             return (ssize_t)n;
         }
         free(x->pend);
@@ -43,6 +50,12 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         if (!x->len && !x->finished && serve_client_gone(x->conn)) {
             serve_job_cancel(x->job);
             return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+        if (!x->len && !x->finished && x->keepalive_s > 0 &&
+            k3_now() - x->t_sent > x->keepalive_s && max >= sizeof KEEPALIVE - 1) {
+            memcpy(buf, KEEPALIVE, sizeof KEEPALIVE - 1);
+            x->t_sent = k3_now();
+            return (ssize_t)(sizeof KEEPALIVE - 1);
         }
     }
 }
@@ -58,6 +71,9 @@ static void stream_free(void *cls) {
 static enum MHD_Result reply_stream(serve_conn *c) {
     stream_ctx *x = k3_xcalloc(1, sizeof *x);
     x->job = c->job;
+    double idle = c->srv->o->idle_timeout_s;
+    x->keepalive_s = idle > 0 ? (idle / 3 > 0.3 ? idle / 3 : 0.3) : 0;
+    x->t_sent = k3_now();
     x->conn = c->conn;
     serve_job_retain(c->job);
     struct MHD_Response *r =

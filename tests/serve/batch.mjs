@@ -41,6 +41,7 @@ async function stream(body, onDelta, headers = {}) {
       let k;
       while ((k = buf.indexOf("\n\n")) >= 0) {
         const ev = buf.slice(0, k); buf = buf.slice(k + 2);
+        if (ev.startsWith(":")) continue; // SSE comment (keep-alive while waiting)
         if (ev === "data: [DONE]") { res.done = true; continue; }
         const c = JSON.parse(ev.slice(6)).choices[0];
         if (c && c.delta.content) { res.text += c.delta.content; if (onDelta && onDelta(res.text)) { res.aborted = true; ctl.abort(); } }

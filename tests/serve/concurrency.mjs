@@ -35,6 +35,7 @@ async function client(i, abortEarly) {
       let k;
       while ((k = buf.indexOf("\n\n")) >= 0) {
         const ev = buf.slice(0, k); buf = buf.slice(k + 2);
+        if (ev.startsWith(":")) continue; // SSE comment (keep-alive while waiting)
         if (ev === "data: [DONE]") { res.done = true; continue; }
         const d = JSON.parse(ev.slice(6));
         const c = d.choices[0];

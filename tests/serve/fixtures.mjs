@@ -30,7 +30,7 @@ async function chatStream(body) {
     body: JSON.stringify({ model: "tiny", max_tokens: 400, stream: true, ...body }),
   });
   const text = await r.text();
-  const events = text.split("\n\n").filter((e) => e.length);
+  const events = text.split("\n\n").filter((e) => e.length && !e.startsWith(":")); // ":" = SSE comment
   const chunks = [];
   let done = false, bad = [];
   for (const e of events) {

@@ -236,7 +236,8 @@ serve_stop
 check serve_limits_clean_exit_5 test $? = 0
 
 # --- an idle connection and a half-sent header are closed by the idle timeout
-serve_start --idle-timeout 1 || { echo "FAIL serve_limits_start6"; exit 1; }
+# (a stream waiting on a long prefill is not idle: it gets SSE keep-alive comments)
+serve_start --idle-timeout 1 --test-mode --cache-mb 0 --ctx-size 100000 || { echo "FAIL serve_limits_start6"; exit 1; }
 python3 - "$SERVE_PORT" <<'PY' || echo "FAIL serve_limits_script_6 (exit $?)"
 import socket, sys
 port = int(sys.argv[1])
@@ -260,6 +261,20 @@ def closed_by_server(first):
         s.close()
 check("serve_limits_idle_closed", closed_by_server(b""))
 check("serve_limits_half_header_closed", closed_by_server(b"GET /health HTTP/1.1\r\nHost: 127"))
+import json, time
+sys.path.insert(0, "tests/serve")
+from rawhttp import request
+body = json.dumps({"stream": True, "max_tokens": 3, "chat_template_kwargs": {"thinking": False},
+                   "messages": [{"role": "user", "content": " ".join(["abc"] * 4000)}]}).encode()
+t0 = time.time()
+st, _, b = request(port, b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n"
+                   b"Connection: close\r\n\r\n" % len(body) + body, timeout=600)
+secs = time.time() - t0
+check("serve_limits_long_prefill_stream_not_idle", st == 200 and b.rstrip().endswith(b"data: [DONE]"),
+      (st, round(secs, 1), b[-200:]))
+# the prefill took longer than the idle timeout: the stream carried keep-alives
+check("serve_limits_keepalive_comments", secs < 2 or b": keep-alive\n\n" in b, (round(secs, 1), b[:300]))
+print("  long prefill stream: %.1f s, %d keep-alive comments" % (secs, b.count(b": keep-alive")))
 PY
 serve_stop
 check serve_limits_clean_exit_6 test $? = 0
