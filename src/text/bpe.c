@@ -34,6 +34,8 @@ static int slot_matches(const k3_ranks *r, const k3_rank_slot *s, const uint8_t 
 }
 
 int32_t k3_ranks_find(const k3_ranks *r, const uint8_t *b, size_t n) {
+    if (n == 1) return r->byte_rank[b[0]];
+    if (n == 2) return r->pair_rank[(size_t)b[0] << 8 | b[1]];
     uint64_t head = head_word(b, n);
     for (uint64_t i = hash_bytes(b, n, head);; i++) {
         const k3_rank_slot *s = &r->slot[i & r->mask];
@@ -61,6 +63,9 @@ int k3_ranks_build(k3_ranks *r, uint32_t n, const uint8_t *const *tok, const uin
     while (cap < 2 * (uint64_t)n) cap *= 2; /* load factor <= 1/2 */
     r->mask = cap - 1;
     r->slot = k3_xcalloc(cap, sizeof *r->slot);
+    for (int c = 0; c < 256; c++) r->byte_rank[c] = -1;
+    r->pair_rank = k3_xmalloc(65536 * sizeof *r->pair_rank);
+    for (size_t c = 0; c < 65536; c++) r->pair_rank[c] = -1;
     for (uint32_t i = 0; i < n; i++) {
         const uint8_t *b = r->bytes + r->off[i];
         uint64_t head = head_word(b, len[i]);
@@ -68,6 +73,8 @@ int k3_ranks_build(k3_ranks *r, uint32_t n, const uint8_t *const *tok, const uin
             k3_rank_slot *s = &r->slot[h & r->mask];
             if (!s->rank_plus1) {
                 *s = (k3_rank_slot){head, i + 1, len[i]};
+                if (len[i] == 1) r->byte_rank[b[0]] = (int32_t)i;
+                if (len[i] == 2) r->pair_rank[(size_t)b[0] << 8 | b[1]] = (int32_t)i;
                 break;
             }
             if (slot_matches(r, s, b, len[i], head)) {
@@ -82,6 +89,7 @@ int k3_ranks_build(k3_ranks *r, uint32_t n, const uint8_t *const *tok, const uin
 }
 
 void k3_ranks_free(k3_ranks *r) {
+    free(r->pair_rank);
     free(r->off);
     free(r->bytes);
     free(r->slot);

@@ -27,6 +27,12 @@ typedef struct {
     uint8_t *bytes;
     k3_rank_slot *slot; /* open addressing, linear probing, load <= 1/2 */
     uint32_t mask;
+    /* Direct tables for 1- and 2-byte strings (-1 = not a rank): binary or
+     * unusual text is mostly 1-byte pieces, and every BPE starts by ranking
+     * all adjacent byte pairs; a hash probe per lookup into the multi-MB
+     * slot table is a cache miss each time on such input. */
+    int32_t byte_rank[256];
+    int32_t *pair_rank; /* 65536 entries, index b0 << 8 | b1 */
 } k3_ranks;
 
 /* Build from n token byte strings given in rank order (tok[r], len[r]).

@@ -374,58 +374,91 @@ static int is_role(const json_t *m, const char *role) {
     return r && !strcmp(r, role);
 }
 
-/* Position (1-based) and function name of the call with this id in the
- * assistant's tool_calls; the first duplicate wins. 0 if absent. */
-static size_t find_call(const json_t *assistant, const char *id, const json_t **name) {
+/* The assistant's tool_calls by id: (id, position) sorted by id, then
+ * position, so a binary search finds the first call with an id. Built once
+ * per assistant message: O(m log m), each lookup O(log m). */
+typedef struct {
+    const char *id;
+    size_t pos; /* 1-based */
+} call_ref;
+
+typedef struct {
+    call_ref *v;
+    size_t n;
+} call_index;
+
+static int call_ref_cmp(const void *a, const void *b) {
+    const call_ref *x = a, *y = b;
+    int c = strcmp(x->id, y->id);
+    return c ? c : (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+static void call_index_build(call_index *ix, const json_t *assistant) {
     const json_t *calls = json_object_get(assistant, "tool_calls");
-    for (size_t k = 0; k < json_array_size(calls); k++) {
+    size_t m = json_array_size(calls);
+    ix->v = k3_xmalloc((m ? m : 1) * sizeof *ix->v);
+    ix->n = 0;
+    for (size_t k = 0; k < m; k++) {
         const char *cid = json_string_value(json_object_get(json_array_get(calls, k), "id"));
-        if (cid && !strcmp(cid, id)) {
-            *name = call_name(assistant, k);
-            return k + 1;
-        }
+        if (cid) ix->v[ix->n++] = (call_ref){cid, k + 1};
     }
-    return 0;
+    qsort(ix->v, ix->n, sizeof *ix->v, call_ref_cmp);
+}
+
+/* Position (1-based) of the first call with this id; 0 if absent. */
+static size_t call_index_find(const call_index *ix, const char *id) {
+    size_t lo = 0, hi = ix->n;
+    while (lo < hi) { /* first entry with v.id >= id */
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(ix->v[mid].id, id) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < ix->n && !strcmp(ix->v[lo].id, id) ? ix->v[lo].pos : 0;
+}
+
+/* A tool message and the position of the call it answers. */
+typedef struct {
+    json_t *msg;
+    size_t pos, order;
+} run_ent;
+
+static int run_ent_cmp(const void *a, const void *b) { /* by position, stable */
+    const run_ent *x = a, *y = b;
+    if (x->pos != y->pos) return x->pos < y->pos ? -1 : 1;
+    return (x->order > y->order) - (x->order < y->order);
 }
 
 /* If every tool message of msgs[lo, hi) matches a call of the assistant,
  * stable-sort the run by call position and set tool (and name) to the
- * matched function name; otherwise leave it exactly as given. */
-static void reorder_run(json_t *msgs, size_t lo, size_t hi, const json_t *assistant) {
+ * matched function name; otherwise leave it exactly as given. O(n log n +
+ * m log m) for n tool messages and m calls. */
+static void reorder_run(json_t *msgs, size_t lo, size_t hi, const json_t *assistant,
+                        const call_index *ix) {
     size_t n = hi - lo;
-    size_t *pos = k3_xmalloc(n * sizeof *pos);
-    const json_t **names = k3_xmalloc(n * sizeof *names);
-    json_t **run = k3_xmalloc(n * sizeof *run);
+    run_ent *run = k3_xmalloc(n * sizeof *run);
     int all = assistant != NULL;
     for (size_t i = 0; i < n && all; i++) {
-        run[i] = json_array_get(msgs, lo + i);
-        const json_t *idv = json_object_get(run[i], "tool_call_id");
-        if (!k3_pytruthy(idv)) idv = json_object_get(run[i], "id");
+        run[i].msg = json_array_get(msgs, lo + i);
+        run[i].order = i;
+        const json_t *idv = json_object_get(run[i].msg, "tool_call_id");
+        if (!k3_pytruthy(idv)) idv = json_object_get(run[i].msg, "id");
         const char *id = json_string_value(idv);
-        names[i] = NULL;
-        pos[i] = id ? find_call(assistant, id, &names[i]) : 0;
-        all = pos[i] > 0;
+        run[i].pos = id ? call_index_find(ix, id) : 0;
+        all = run[i].pos > 0;
     }
     for (size_t i = 0; all && i < n; i++) { /* copy, rename */
-        json_t *c = json_copy(run[i]);
-        json_t *nm = names[i] ? json_copy((json_t *)names[i]) : json_null();
+        json_t *c = json_copy(run[i].msg);
+        const json_t *name = call_name(assistant, run[i].pos - 1);
+        json_t *nm = name ? json_copy((json_t *)name) : json_null();
         json_object_set(c, "tool", nm);
         if (json_object_get(c, "name")) json_object_set(c, "name", nm);
         json_decref(nm);
-        run[i] = c;
+        run[i].msg = c;
     }
-    for (size_t i = 1; all && i < n; i++) /* stable insertion sort by position */
-        for (size_t j = i; j > 0 && pos[j - 1] > pos[j]; j--) {
-            size_t tp = pos[j];
-            pos[j] = pos[j - 1];
-            pos[j - 1] = tp;
-            json_t *tm = run[j];
-            run[j] = run[j - 1];
-            run[j - 1] = tm;
-        }
-    for (size_t i = 0; all && i < n; i++) json_array_set_new(msgs, lo + i, run[i]);
-    free(pos);
-    free(names);
+    if (all) qsort(run, n, sizeof *run, run_ent_cmp);
+    for (size_t i = 0; all && i < n; i++) json_array_set_new(msgs, lo + i, run[i].msg);
     free(run);
 }
 
@@ -433,19 +466,27 @@ static void reorder_run(json_t *msgs, size_t lo, size_t hi, const json_t *assist
 static json_t *normalize_tool_results(const json_t *messages) {
     json_t *msgs = json_copy((json_t *)messages);
     const json_t *assistant = NULL;
+    call_index ix = {0};
     size_t n = json_array_size(msgs);
     for (size_t i = 0; i < n;) {
         const json_t *m = json_array_get(msgs, i);
         if (!is_role(m, "tool")) {
-            if (is_role(m, "assistant")) assistant = m;
+            if (is_role(m, "assistant")) {
+                assistant = m;
+                free(ix.v);
+                ix.v = NULL;
+                ix.n = 0;
+            }
             i++;
             continue;
         }
         size_t j = i;
         while (j < n && is_role(json_array_get(msgs, j), "tool")) j++;
-        reorder_run(msgs, i, j, assistant);
+        if (assistant && !ix.v) call_index_build(&ix, assistant); /* once per assistant */
+        reorder_run(msgs, i, j, assistant, &ix);
         i = j;
     }
+    free(ix.v);
     return msgs;
 }
 

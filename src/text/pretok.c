@@ -6,6 +6,8 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,35 +59,74 @@ void k3_pretok_free(k3_pretok *p) {
     free(p);
 }
 
-/* Per-call match resources: the JIT stack must hold long runs (a 25 000
- * letter word backtracks through the lookahead group per character). */
+/* Match resources, one set per thread, created on the thread's first split
+ * and reused for every later one (of any k3_pretok: they do not depend on
+ * the pattern); freed when the thread exits. The JIT stack must hold long
+ * runs (a 25 000 letter word backtracks through the lookahead group per
+ * character), so it may grow to 64 MiB; creating one per call cost a 64 MiB
+ * mapping for every text segment. */
 typedef struct {
     pcre2_match_data *md;
     pcre2_match_context *mc;
     pcre2_jit_stack *js;
 } match_res;
 
-static void match_res_init(match_res *m, const k3_pretok *p) {
-    m->md = pcre2_match_data_create(1, NULL);
-    m->mc = pcre2_match_context_create(NULL);
-    m->js = p->jit ? pcre2_jit_stack_create(32 * 1024, 64 * 1024 * 1024, NULL) : NULL;
-    if (m->js) pcre2_jit_stack_assign(m->mc, NULL, m->js);
-}
+static pthread_key_t res_key;
+static pthread_once_t res_once = PTHREAD_ONCE_INIT;
+static int res_key_ok;
+static atomic_size_t jit_stacks_created, match_sets_created;
 
-static void match_res_free(match_res *m) {
+static void match_res_free(void *v) {
+    match_res *m = v;
+    if (!m) return;
     pcre2_match_data_free(m->md);
     pcre2_match_context_free(m->mc);
     if (m->js) pcre2_jit_stack_free(m->js);
+    free(m);
+}
+
+static void make_key(void) {
+    res_key_ok = pthread_key_create(&res_key, match_res_free) == 0;
+}
+
+/* This thread's resources (with a JIT stack when jit), or NULL. */
+static match_res *thread_res(int jit) {
+    pthread_once(&res_once, make_key);
+    if (!res_key_ok) return NULL;
+    match_res *m = pthread_getspecific(res_key);
+    if (!m) {
+        m = k3_xcalloc(1, sizeof *m);
+        m->md = pcre2_match_data_create(1, NULL);
+        m->mc = pcre2_match_context_create(NULL);
+        if (!m->md || !m->mc || pthread_setspecific(res_key, m)) {
+            match_res_free(m);
+            return NULL;
+        }
+        atomic_fetch_add(&match_sets_created, 1);
+    }
+    if (jit && !m->js) {
+        m->js = pcre2_jit_stack_create(32 * 1024, 64 * 1024 * 1024, NULL);
+        if (m->js) {
+            pcre2_jit_stack_assign(m->mc, NULL, m->js);
+            atomic_fetch_add(&jit_stacks_created, 1);
+        }
+    }
+    return m;
+}
+
+size_t k3_pretok_jit_stacks_created(void) {
+    return atomic_load(&jit_stacks_created);
+}
+
+size_t k3_pretok_match_sets_created(void) {
+    return atomic_load(&match_sets_created);
 }
 
 int k3_pretok_split(const k3_pretok *p, const char *s, size_t n, k3_piece_fn fn, void *ctx) {
     if (n == 0) return 0;
-    match_res m;
-    match_res_init(&m, p);
-    if (!m.md || !m.mc) {
-        match_res_free(&m);
-        return k3_seterr("pre-tokenizer: out of memory");
-    }
+    match_res *mr = thread_res(p->jit);
+    if (!mr) return k3_seterr("pre-tokenizer: out of memory");
+    match_res m = *mr;
     int rc = 0;
     size_t pos = 0;
     while (pos < n) {
@@ -109,10 +150,10 @@ int k3_pretok_split(const k3_pretok *p, const char *s, size_t n, k3_piece_fn fn,
             rc = k3_seterr("pre-tokenizer: pieces do not tile the input at byte %zu", pos);
             break;
         }
-        rc = fn(ctx, s + pos, ov[1] - pos);
+        size_t end = ov[1]; /* read before the callback: it may split text itself */
+        rc = fn(ctx, s + pos, end - pos);
         if (rc) break;
-        pos = ov[1];
+        pos = end;
     }
-    match_res_free(&m);
     return rc;
 }

@@ -20,7 +20,15 @@ typedef int (*k3_piece_fn)(void *ctx, const char *piece, size_t len);
 
 /* Split s[0..n) (must be valid UTF-8) into pieces. The pieces tile the
  * input; if the pattern ever failed to (a bug), -1 + k3_errmsg. Returns 0,
- * the callback's non-zero value, or -1. */
+ * the callback's non-zero value, or -1. Thread-safe: the match data and the
+ * PCRE2 JIT stack (up to 64 MiB) are per thread, created on the thread's
+ * first call and reused by all later ones, freed at thread exit. */
 int k3_pretok_split(const k3_pretok *p, const char *s, size_t n, k3_piece_fn fn, void *ctx);
+
+/* Process-wide counts of PCRE2 JIT stacks and match-data sets created so
+ * far: at most one of each per thread that ever split text, whatever the
+ * number of calls (tests assert this; see issue 12). */
+size_t k3_pretok_jit_stacks_created(void);
+size_t k3_pretok_match_sets_created(void);
 
 #endif

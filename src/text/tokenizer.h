@@ -25,7 +25,9 @@
  * pre-tokenizer pattern (PCRE2 UTF+UCP, JIT) and rank BPE.
  *
  * Thread safety: a loaded tokenizer is read-only except for an internal
- * piece cache guarded by a mutex; encode/decode may run concurrently. */
+ * piece cache guarded by a mutex; encode/decode may run concurrently. The
+ * pre-tokenizer's PCRE2 match data and JIT stack are per thread, created
+ * once and reused (pretok.h). */
 #ifndef K3_TEXT_TOKENIZER_H
 #define K3_TEXT_TOKENIZER_H
 
