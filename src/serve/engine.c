@@ -9,6 +9,7 @@
 #include <limits.h>
 
 #include "base/err.h"
+#include "gen/constrain.h"
 #include "base/utf8safe.h"
 #include "text/chat.h"
 
@@ -68,10 +69,15 @@ int serve_engine_open(serve_engine *e, const char *dir, const char *name, int th
     /* the id goes into every JSON response: valid UTF-8, cut on a boundary */
     k3_utf8_escape(e->name, sizeof e->name, raw, strlen(raw), K3_UTF8_CTRL);
     e->n_ctx_train = train_context(dir);
+    int32_t ctl[4] = {e->xtml.ctrl_id[K3_XC_OPEN], e->xtml.ctrl_id[K3_XC_CLOSE],
+                      e->xtml.ctrl_id[K3_XC_SEP], e->xtml.ctrl_id[K3_XC_EOM]};
+    if (ctl[0] >= 0 && ctl[1] >= 0 && ctl[2] >= 0 && ctl[3] >= 0)
+        e->vtrie = k3_vtrie_build(e->tok, ctl, e->vocab);
     return 0;
 }
 
 void serve_engine_close(serve_engine *e) {
+    k3_vtrie_free(e->vtrie);
     if (e->tok) k3_tok_free(e->tok);
     if (e->model) k3_model_free(e->model);
     memset(e, 0, sizeof *e);

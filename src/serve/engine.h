@@ -23,8 +23,9 @@ typedef struct serve_engine {
     int vocab;
     int32_t stop_ids[SERVE_MAX_STOP_IDS]; /* <|end_of_msg|>, [EOS], config eos */
     int n_stop_ids;
-    char name[128];  /* the model id clients must send (or omit) */
-    int n_ctx_train; /* config.json max_position_embeddings, 0 if absent */
+    char name[128];         /* the model id clients must send (or omit) */
+    int n_ctx_train;        /* config.json max_position_embeddings, 0 if absent */
+    struct k3_vtrie *vtrie; /* vocabulary trie for structured output (NULL: no XTML tokens) */
 } serve_engine;
 
 /* Load dir. name NULL: the directory's base name. threads 0: OpenMP default.

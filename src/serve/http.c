@@ -419,12 +419,16 @@ static void log_request(serve_conn *c) {
         serve_metrics_generation(&c->srv->metrics, j->usage.prompt_tokens, (int)j->n_gen,
                                  j->usage.cached_tokens, ttft > 0 ? ttft / 1e3 : -1,
                                  tps > 0 ? tps : -1, dur);
+    char cons[48] = ""; /* structured output: grammar time per generated token */
+    if (j->constraint && j->n_gen > 0)
+        snprintf(cons, sizeof cons, " constrain=%.1fus/tok",
+                 j->t_constrain * 1e6 / (double)j->n_gen);
     fprintf(stderr,
             "k3 serve: %s %s %d prompt=%d cached=%d prefill=%lld completion=%lld "
-            "ttft=%.1fms tok/s=%.1f total=%.1fms finish=%s%s\n",
+            "ttft=%.1fms tok/s=%.1f total=%.1fms finish=%s%s%s\n",
             c->method, c->path, c->status, j->usage.prompt_tokens, j->usage.cached_tokens,
             (long long)j->n_prefilled, (long long)j->n_gen, ttft, tps, dur * 1e3,
-            j->finish_reason ? j->finish_reason : "-", j->req.stream ? " stream" : "");
+            j->finish_reason ? j->finish_reason : "-", j->req.stream ? " stream" : "", cons);
 }
 
 /* Wait (bounded) until the worker has published the job's results. */

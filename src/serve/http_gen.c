@@ -11,8 +11,10 @@
 
 #include "base/err.h"
 #include "base/mem.h"
+#include "gen/constrain.h"
 #include "serve/http_internal.h"
 #include "serve/limits.h"
+#include "serve/structured.h"
 
 #define POLL_S 0.1 /* how often a waiting connection checks its socket */
 
@@ -154,6 +156,14 @@ static serve_job *make_job(serve_conn *c, serve_kind kind, serve_err *e) {
         serve_engine_forced(srv->eng, &j->req, &j->forced, &j->n_forced, e)) {
         serve_job_release(j);
         return NULL;
+    }
+    if (serve_structured_new(srv->eng, &j->req, j->prompt, j->n_prompt, &j->constraint, e)) {
+        serve_job_release(j);
+        return NULL;
+    }
+    if (j->forced) { /* test mode: forced ids go through unconstrained (bad ones included) */
+        k3_constraint_free(j->constraint);
+        j->constraint = NULL;
     }
     if (serve_fit_context(srv, j->n_prompt, &j->req.max_tokens, e)) {
         serve_job_release(j);

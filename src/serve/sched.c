@@ -21,6 +21,7 @@
 #include "base/err.h"
 #include "base/mem.h"
 #include "base/utf8safe.h"
+#include "gen/constrain.h"
 #include "gen/sampler.h"
 #include "k3.h"
 #include "serve/engine.h"
@@ -67,6 +68,7 @@ static void job_free(serve_job *j) {
     free(j->marks);
     free(j->prompt);
     free(j->forced);
+    k3_constraint_free(j->constraint);
     free(j->out);
     pthread_mutex_destroy(&j->mu);
     pthread_cond_destroy(&j->cv);
@@ -263,7 +265,19 @@ static void snapshot_turn(serve_sched *s, serve_job *j, int32_t stop_id, const i
 static int32_t next_token(serve_sched *s, serve_job *j) {
     if (j->forced) /* test mode: forced ids, then the stop token */
         return j->n_gen < j->n_forced ? j->forced[j->n_gen] : s->eng->stop_ids[0];
-    return k3_sampler_sample(j->sampler, j->logits);
+    if (!j->constraint) return k3_sampler_sample(j->sampler, j->logits);
+    /* structured output: only tokens that keep the output valid (and closable
+     * within max_tokens) may be sampled */
+    double t0 = k3_now();
+    int allowed = k3_constraint_mask(j->constraint, j->logits, j->req.max_tokens - (int)j->n_gen);
+    j->t_constrain += k3_now() - t0;
+    if (allowed == 0) return s->eng->stop_ids[0];
+    int32_t id = k3_sampler_sample(j->sampler, j->logits);
+    t0 = k3_now();
+    if (k3_constraint_accept(j->constraint, id))
+        fprintf(stderr, "k3 serve: constrained decoding: token %d does not fit the grammar\n", id);
+    j->t_constrain += k3_now() - t0;
+    return id;
 }
 
 /* j->logits are those of its last token: sample, emit, and either finish
@@ -276,7 +290,9 @@ static int on_logits(serve_sched *s, serve_job *j, k3_buf *b) {
     j->gen[j->n_gen++] = id;
     if (serve_engine_is_stop(s->eng, id)) {
         snapshot_turn(s, j, id, j->gen);
-        job_finish(s, j, "stop", b);
+        /* closed early to fit max_tokens: the answer was cut, say so */
+        int cut = j->constraint && k3_constraint_budget_cut(j->constraint);
+        job_finish(s, j, cut ? "length" : "stop", b);
         return 1;
     }
     if (j->req.logprobs)

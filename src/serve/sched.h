@@ -36,7 +36,9 @@ typedef struct serve_job {
     int64_t n_prompt;
     int32_t *forced; /* test mode: generated ids to force, or NULL */
     int64_t n_forced;
-    double deadline;   /* k3_now() value after which the job is cut short (0 = none) */
+    double deadline; /* k3_now() value after which the job is cut short (0 = none) */
+    struct k3_constraint *constraint; /* structured output grammar, or NULL (owned) */
+    double t_constrain;               /* worker: seconds spent masking and advancing it */
     char *cache_scope; /* prompt-cache scope (API key + cache_salt; malloc'd, may be NULL) */
     size_t cache_scope_len;
 

@@ -1,0 +1,323 @@
+/* jsonschema.c — JSON Schema compiler for constrained decoding (jsonschema.h). */
+#include "text/jsonschema.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "base/mem.h"
+
+#define MAX_REFS 32   /* nesting of $ref being expanded */
+#define MAX_NEST 64   /* schema nesting */
+#define MAX_ENUM 4096 /* enum values */
+
+typedef struct {
+    k3_gram *g;
+    const json_t *root;
+    const char *refs[MAX_REFS]; /* $refs being expanded (cycle check) */
+    int n_refs;
+    char *err;
+    size_t cap;
+    char path[256];
+} ctx;
+
+static k3_gnode *fail(ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static k3_gnode *fail(ctx *c, const char *fmt, ...) {
+    char msg[384];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(c->err, c->cap, "%s (at '%s')", msg, c->path[0] ? c->path : "schema");
+    return NULL;
+}
+
+static const char *const IGNORED[] = {
+    "title",      "description", "default",   "examples", "$schema", "$id",         "$comment",
+    "deprecated", "readOnly",    "writeOnly", "strict",   "$defs",   "definitions", "name"};
+
+static const char *const HANDLED[] = {
+    "type",       "enum",     "const",    "properties", "required",  "additionalProperties",
+    "items",      "minItems", "maxItems", "minLength",  "maxLength", "format",
+    "anyOf",      "oneOf",    "allOf",    "$ref",       "nullable",  "minimum",
+    "uniqueItems"};
+
+static int in_list(const char *k, const char *const *list, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(k, list[i])) return 1;
+    return 0;
+}
+
+static k3_gnode *compile(ctx *c, const json_t *s, int depth);
+
+/* Run compile with path extended by suffix. */
+static k3_gnode *sub(ctx *c, const json_t *s, int depth, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static k3_gnode *sub(ctx *c, const json_t *s, int depth, const char *fmt, ...) {
+    size_t n = strlen(c->path);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->path + n, sizeof c->path - n, fmt, ap);
+    va_end(ap);
+    k3_gnode *r = compile(c, s, depth + 1);
+    if (r) c->path[n] = 0; /* on failure keep the deepest path for the message */
+    return r;
+}
+
+static int get_count(ctx *c, const json_t *s, const char *key, int dflt, int *out) {
+    json_t *v = json_object_get(s, key);
+    if (!v) return *out = dflt, 0;
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 1000000) {
+        fail(c, "'%s' must be a non-negative integer", key);
+        return -1;
+    }
+    *out = (int)json_integer_value(v);
+    return 0;
+}
+
+static k3_gnode *compile_enum(ctx *c, const json_t *vals) {
+    size_t n = json_array_size(vals);
+    if (n == 0) return fail(c, "'enum' must not be empty");
+    if (n > MAX_ENUM) return fail(c, "'enum' has more than %d values", MAX_ENUM);
+    char **texts = k3_xcalloc(n, sizeof *texts);
+    for (size_t i = 0; i < n; i++)
+        texts[i] = json_dumps(json_array_get(vals, i), JSON_COMPACT | JSON_ENCODE_ANY);
+    /* a literal that is a prefix of another must be a number ending where the
+     * other continues with a digit/./e: the matcher handles that; strings,
+     * objects, arrays and keywords are self-delimiting */
+    k3_gnode *r = k3_g_enum(c->g, (const char *const *)texts, (int)n);
+    for (size_t i = 0; i < n; i++) free(texts[i]);
+    free(texts);
+    return r;
+}
+
+static k3_gnode *compile_object(ctx *c, const json_t *s, int depth) {
+    json_t *props = json_object_get(s, "properties");
+    json_t *req = json_object_get(s, "required");
+    json_t *addl = json_object_get(s, "additionalProperties");
+    if (props && !json_is_object(props)) return fail(c, "'properties' must be an object");
+    if (req && !json_is_array(req)) return fail(c, "'required' must be an array");
+    if (addl && !json_is_boolean(addl) && !json_is_object(addl))
+        return fail(c, "'additionalProperties' must be a boolean or a schema");
+    size_t n = props ? json_object_size(props) : 0;
+    size_t i;
+    json_t *r;
+    json_array_foreach(req, i, r) {
+        if (!json_is_string(r)) return fail(c, "'required' must hold strings");
+        if (!props || !json_object_get(props, json_string_value(r)))
+            return fail(c, "required property '%s' is not in 'properties'", json_string_value(r));
+    }
+    if (n == 0) {
+        if (addl && json_is_false(addl)) return k3_g_lit_str(c->g, "{}");
+        k3_gnode *v = addl && json_is_object(addl) ? sub(c, addl, depth, ".additionalProperties")
+                                                   : k3_g_any(c->g);
+        return v ? k3_g_freeobj(c->g, v) : NULL;
+    }
+    if (n > K3_G_MAX_PROPS)
+        return fail(c, "an object with more than %d properties is not supported", K3_G_MAX_PROPS);
+    const char **keys = k3_xcalloc(n, sizeof *keys);
+    char **quoted = k3_xcalloc(n, sizeof *quoted);
+    k3_gnode **vals = k3_xcalloc(n, sizeof *vals);
+    unsigned char *required = k3_xcalloc(n, 1);
+    const char *k;
+    json_t *v;
+    size_t j = 0;
+    k3_gnode *out = NULL;
+    json_object_foreach(props, k, v) {
+        json_t *ks = json_string(k);
+        quoted[j] = json_dumps(ks, JSON_ENCODE_ANY);
+        json_decref(ks);
+        keys[j] = quoted[j];
+        json_array_foreach(req, i, r) if (!strcmp(json_string_value(r), k)) required[j] = 1;
+        vals[j] = sub(c, v, depth, ".properties.%.60s", k);
+        if (!vals[j]) goto done;
+        j++;
+    }
+    out = k3_g_object(c->g, keys, vals, required, (int)n);
+done:
+    for (size_t q = 0; q < n; q++) free(quoted[q]);
+    free(quoted);
+    free(keys);
+    free(vals);
+    free(required);
+    return out;
+}
+
+static k3_gnode *compile_type(ctx *c, const json_t *s, const char *t, int depth) {
+    if (!strcmp(t, "null")) return k3_g_lit_str(c->g, "null");
+    if (!strcmp(t, "boolean")) {
+        static const char *const tf[] = {"true", "false"};
+        return k3_g_enum(c->g, tf, 2);
+    }
+    if (!strcmp(t, "integer") || !strcmp(t, "number")) {
+        json_t *mn = json_object_get(s, "minimum");
+        if (mn && !(json_is_number(mn) && json_number_value(mn) == 0))
+            return fail(c, "'minimum' other than 0 is not supported");
+        k3_gnode *num = k3_g_number(c->g, !strcmp(t, "integer"));
+        if (mn) num->first[0] &= ~(1ull << '-'), num->integer |= 2; /* no minus sign */
+        return num;
+    }
+    if (!strcmp(t, "string")) {
+        int mn, mx;
+        if (get_count(c, s, "minLength", 0, &mn) || get_count(c, s, "maxLength", -1, &mx))
+            return NULL;
+        if (mx >= 0 && mx < mn) return fail(c, "'maxLength' is below 'minLength'");
+        json_t *f = json_object_get(s, "format");
+        const char *tmpl = NULL;
+        if (f) {
+            if (!json_is_string(f)) return fail(c, "'format' must be a string");
+            tmpl = k3_g_format_template(json_string_value(f));
+            if (!tmpl)
+                return fail(c,
+                            "string format '%.60s' is not supported (supported: date, time, "
+                            "date-time, uuid)",
+                            json_string_value(f));
+        }
+        return k3_g_string(c->g, mn, mx, tmpl);
+    }
+    if (!strcmp(t, "array")) {
+        int mn, mx;
+        if (get_count(c, s, "minItems", 0, &mn) || get_count(c, s, "maxItems", -1, &mx))
+            return NULL;
+        if (mx >= 0 && mx < mn) return fail(c, "'maxItems' is below 'minItems'");
+        json_t *u = json_object_get(s, "uniqueItems");
+        if (u && !json_is_false(u)) return fail(c, "'uniqueItems' is not supported");
+        json_t *items = json_object_get(s, "items");
+        if (items && !json_is_object(items) && !json_is_boolean(items))
+            return fail(c, "'items' must be a schema (tuple 'items' are not supported)");
+        k3_gnode *it = items ? sub(c, items, depth, ".items") : k3_g_any(c->g);
+        return it ? k3_g_array(c->g, it, mn, mx) : NULL;
+    }
+    if (!strcmp(t, "object")) return compile_object(c, s, depth);
+    return fail(c, "unknown type '%.40s'", t);
+}
+
+/* The JSON types a schema without "type" implies from its keywords. */
+static const char *implied_type(const json_t *s) {
+    if (json_object_get(s, "properties") || json_object_get(s, "additionalProperties") ||
+        json_object_get(s, "required"))
+        return "object";
+    if (json_object_get(s, "items") || json_object_get(s, "minItems") ||
+        json_object_get(s, "maxItems"))
+        return "array";
+    if (json_object_get(s, "minLength") || json_object_get(s, "maxLength") ||
+        json_object_get(s, "format"))
+        return "string";
+    return NULL;
+}
+
+static k3_gnode *alternatives(ctx *c, const json_t *list, const char *kw, int depth) {
+    size_t n = json_array_size(list);
+    if (!json_is_array(list) || n == 0) return fail(c, "'%s' must be a non-empty array", kw);
+    if (n > 16) return fail(c, "'%s' has more than 16 alternatives", kw);
+    k3_gnode *alts[16];
+    for (size_t i = 0; i < n; i++) {
+        alts[i] = sub(c, json_array_get(list, i), depth, ".%s[%zu]", kw, i);
+        if (!alts[i]) return NULL;
+    }
+    if (n == 1) return alts[0];
+    k3_gnode *u = k3_g_union(c->g, alts, (int)n);
+    if (!u) return fail(c, "'%s': %s", kw, k3_errmsg());
+    return u;
+}
+
+static k3_gnode *compile_ref(ctx *c, const char *ref, int depth) {
+    const char *name = NULL;
+    if (!strncmp(ref, "#/$defs/", 8))
+        name = ref + 8;
+    else if (!strncmp(ref, "#/definitions/", 14))
+        name = ref + 14;
+    if (!name || strchr(name, '/') || strchr(name, '~'))
+        return fail(c, "'$ref' '%.80s' is not supported (only #/$defs/NAME, #/definitions/NAME)",
+                    ref);
+    json_t *defs = json_object_get(c->root, ref[2] == '$' ? "$defs" : "definitions");
+    json_t *target = json_object_get(defs, name);
+    if (!target) return fail(c, "'$ref' '%.80s' does not resolve", ref);
+    for (int i = 0; i < c->n_refs; i++)
+        if (!strcmp(c->refs[i], ref))
+            return fail(c, "recursive '$ref' '%.80s' is not supported", ref);
+    if (c->n_refs == MAX_REFS) return fail(c, "'$ref' nesting is too deep");
+    c->refs[c->n_refs++] = ref;
+    k3_gnode *r = sub(c, target, depth, "->%.60s", name);
+    c->n_refs--;
+    return r;
+}
+
+static k3_gnode *compile(ctx *c, const json_t *s, int depth) {
+    if (depth > MAX_NEST) return fail(c, "the schema is nested too deeply");
+    if (json_is_true(s)) return k3_g_any(c->g);
+    if (json_is_false(s)) return fail(c, "the schema 'false' matches nothing");
+    if (!json_is_object(s)) return fail(c, "a schema must be an object or a boolean");
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)s, k, v) {
+        if (in_list(k, IGNORED, sizeof IGNORED / sizeof *IGNORED)) continue;
+        if (!in_list(k, HANDLED, sizeof HANDLED / sizeof *HANDLED))
+            return fail(c, "keyword '%.60s' is not supported", k);
+    }
+    json_t *ref = json_object_get(s, "$ref");
+    json_t *any = json_object_get(s, "anyOf"), *one = json_object_get(s, "oneOf");
+    json_t *all = json_object_get(s, "allOf");
+    int combos = (ref != NULL) + (any != NULL) + (one != NULL) + (all != NULL);
+    json_t *type = json_object_get(s, "type");
+    json_t *en = json_object_get(s, "enum"), *cn = json_object_get(s, "const");
+    if (combos > 1 || (combos && (type || en || cn)))
+        return fail(c, "'$ref', 'anyOf', 'oneOf' and 'allOf' cannot be combined with each other "
+                       "or with 'type', 'enum', 'const'");
+    k3_gnode *r = NULL;
+    if (ref) {
+        if (!json_is_string(ref)) return fail(c, "'$ref' must be a string");
+        r = compile_ref(c, json_string_value(ref), depth);
+    } else if (any || one) {
+        /* alternatives that start differently are mutually exclusive, so oneOf == anyOf */
+        r = alternatives(c, any ? any : one, any ? "anyOf" : "oneOf", depth);
+    } else if (all) {
+        if (!json_is_array(all) || json_array_size(all) != 1)
+            return fail(c, "'allOf' is only supported with exactly one schema");
+        r = sub(c, json_array_get(all, 0), depth, ".allOf[0]");
+    } else if (cn) {
+        json_t *one_val = json_pack("[O]", cn);
+        r = compile_enum(c, one_val);
+        json_decref(one_val);
+    } else if (en) {
+        if (!json_is_array(en)) return fail(c, "'enum' must be an array");
+        r = compile_enum(c, en);
+    } else if (json_is_string(type)) {
+        r = compile_type(c, s, json_string_value(type), depth);
+    } else if (json_is_array(type)) {
+        size_t n = json_array_size(type);
+        if (n == 0 || n > 7) return fail(c, "'type' must list 1 to 7 types");
+        k3_gnode *alts[7];
+        for (size_t i = 0; i < n; i++) {
+            json_t *t = json_array_get(type, i);
+            if (!json_is_string(t)) return fail(c, "'type' must hold strings");
+            alts[i] = compile_type(c, s, json_string_value(t), depth);
+            if (!alts[i]) return NULL;
+        }
+        r = n == 1 ? alts[0] : k3_g_union(c->g, alts, (int)n);
+        if (!r) return fail(c, "'type': %s", k3_errmsg());
+    } else if (type) {
+        return fail(c, "'type' must be a string or an array of strings");
+    } else if (implied_type(s)) {
+        r = compile_type(c, s, implied_type(s), depth);
+    } else {
+        if (json_object_get(s, "minimum"))
+            return fail(c, "'minimum' without 'type' is not supported");
+        r = k3_g_any(c->g);
+    }
+    if (r && json_is_true(json_object_get(s, "nullable"))) {
+        k3_gnode *alts[2] = {r, k3_g_lit_str(c->g, "null")};
+        k3_gnode *u = k3_g_union(c->g, alts, 2);
+        if (!u) return fail(c, "'nullable': %s", k3_errmsg());
+        r = u;
+    }
+    return r;
+}
+
+k3_gnode *k3_schema_compile(k3_gram *g, const json_t *schema, char *err, size_t cap) {
+    ctx c = {.g = g, .root = schema, .err = err, .cap = cap};
+    err[0] = 0;
+    return compile(&c, schema, 0);
+}

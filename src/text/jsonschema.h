@@ -1,0 +1,33 @@
+/* jsonschema.h — JSON Schema → grammar (text/grammar.h) for structured output.
+ *
+ * Enforced exactly (the generated JSON always validates):
+ *   type (one, or a list = a union), enum, const, properties + required
+ *   (keys in declaration order, optional ones may be left out, no other
+ *   keys — valid for additionalProperties true, false or a schema), an
+ *   object without properties (additionalProperties: a schema, true/absent =
+ *   any values; false = "{}"), items, minItems, maxItems, minLength,
+ *   maxLength, format date / time / date-time / uuid (a valid subset: days
+ *   01-29, times ending in Z, lower-case hex), minimum: 0 (no minus sign),
+ *   anyOf / oneOf / a type list whose alternatives start with different
+ *   characters (different JSON types), allOf of one schema, $ref to
+ *   #/$defs/... or #/definitions/... (not recursive), nullable: true,
+ *   uniqueItems: false; annotations (title, description, default, examples,
+ *   $schema, $id, $comment, deprecated, readOnly, writeOnly, strict) are
+ *   ignored. The schema `true` or {} is any JSON value.
+ * Everything else (pattern, other formats, minimum other than 0, maximum,
+ * multipleOf, recursive $ref, overlapping alternatives, not, if/then,
+ * patternProperties, ...) is refused with a message naming the keyword and
+ * where it is, so a server can answer 400 instead of ignoring it. */
+#ifndef K3_TEXT_JSONSCHEMA_H
+#define K3_TEXT_JSONSCHEMA_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "text/grammar.h"
+
+/* The grammar of one JSON value valid under schema. NULL and a message in
+ * err[0..cap) when the schema uses something that is not enforced. */
+k3_gnode *k3_schema_compile(k3_gram *g, const json_t *schema, char *err, size_t cap);
+
+#endif

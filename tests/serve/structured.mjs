@@ -1,0 +1,151 @@
+// structured.mjs — structured output enforced at sampling time, against a
+// running `k3 serve` on a random synthetic model (URL in argv[2]), through the
+// official `openai` client: temperature 1, many seeds, and every answer must
+// parse and validate (ajv) against its schema; a named tool_choice always
+// yields a call of that function with schema-valid arguments; "required"
+// always yields calls; an unenforceable schema and `grammar` are refused.
+import OpenAI from "../npm/node_modules/openai/index.mjs";
+import Ajv from "../npm/node_modules/ajv/dist/2020.js";
+import addFormats from "../npm/node_modules/ajv-formats/dist/index.js";
+
+const client = new OpenAI({ baseURL: `${process.argv[2]}/v1`, apiKey: "none", maxRetries: 0 });
+const ajv = new Ajv.default({ strict: false });
+addFormats.default(ajv);
+let failed = 0;
+function check(name, ok, detail) {
+  console.log(`${ok ? "PASS" : "FAIL"} ${name}`);
+  if (!ok) { failed++; if (detail !== undefined) console.log("  " + JSON.stringify(detail).slice(0, 800)); }
+}
+const SEEDS = Number(process.env.K3_STRUCTURED_SEEDS || 24);
+
+const schemas = {
+  person: {
+    type: "object", additionalProperties: false,
+    properties: {
+      name: { type: "string", maxLength: 24 },
+      age: { type: "integer", minimum: 0 },
+      email: { type: ["string", "null"] },
+      kind: { enum: ["cat", "dog", 3, null] },
+      tags: { type: "array", items: { type: "string", maxLength: 6 }, maxItems: 3 },
+      address: { type: "object", properties: { city: { type: "string" }, zip: { type: "number" } },
+                 required: ["city"], additionalProperties: false },
+    },
+    required: ["name", "age", "kind", "tags", "address"],
+  },
+  dates: {
+    type: "object",
+    properties: { day: { type: "string", format: "date" }, at: { type: "string", format: "date-time" },
+                  id: { type: "string", format: "uuid" }, when: { type: "string", format: "time" } },
+    required: ["day", "at", "id", "when"],
+  },
+  defs: {
+    $defs: { Item: { type: "object", properties: { sku: { type: "string", minLength: 2, maxLength: 5 },
+                                                   qty: { type: "integer" } }, required: ["sku", "qty"] } },
+    type: "object", properties: { items: { type: "array", items: { $ref: "#/$defs/Item" }, minItems: 1, maxItems: 2 },
+                                  note: { anyOf: [{ type: "string", maxLength: 10 }, { type: "null" }] } },
+    required: ["items", "note"],
+  },
+  list: { type: "array", items: { type: "boolean" }, minItems: 2, maxItems: 4 },
+};
+
+async function chat(extra) {
+  return client.chat.completions.create({
+    model: "tiny", temperature: 1, max_tokens: 160, messages: [{ role: "user", content: "Answer." }], ...extra,
+  });
+}
+
+for (const [name, schema] of Object.entries(schemas)) {
+  const validate = ajv.compile(schema);
+  let bad = 0, n = 0, first = null;
+  for (let seed = 1; seed <= SEEDS; seed++) {
+    const thinking = seed % 3 === 0; // a third keep the (random) reasoning first
+    const r = await chat({ seed, thinking, response_format: { type: "json_schema", json_schema: { name, schema, strict: true } } });
+    const text = r.choices[0].message.content;
+    let doc, ok = false;
+    try { doc = JSON.parse(text); ok = validate(doc); } catch (e) { ok = false; }
+    n++;
+    if (!ok) { bad++; if (!first) first = { seed, text, errors: validate.errors, finish: r.choices[0].finish_reason }; }
+  }
+  check(`structured_json_schema_${name}`, bad === 0, first && { bad, n, ...first });
+}
+
+{ // json_object and vLLM's guided_json
+  let bad = 0, first = null;
+  for (let seed = 1; seed <= SEEDS; seed++) {
+    const r = await chat({ seed, thinking: false, response_format: { type: "json_object" } });
+    let ok = false;
+    try { const d = JSON.parse(r.choices[0].message.content); ok = d !== null && typeof d === "object" && !Array.isArray(d); } catch (e) {}
+    if (!ok) { bad++; first = first || r.choices[0].message.content; }
+  }
+  check("structured_json_object", bad === 0, first);
+  const validate = ajv.compile(schemas.list);
+  bad = 0;
+  for (let seed = 1; seed <= 8; seed++) {
+    const r = await chat({ seed, thinking: false, guided_json: schemas.list });
+    try { if (!validate(JSON.parse(r.choices[0].message.content))) bad++; } catch (e) { bad++; }
+  }
+  check("structured_guided_json", bad === 0, bad);
+}
+
+const tools = [
+  { type: "function", function: { name: "get_weather", parameters: { type: "object", additionalProperties: false,
+    properties: { city: { type: "string", maxLength: 16 }, unit: { enum: ["c", "f"] }, days: { type: "integer", minimum: 0 } },
+    required: ["city", "unit"] } } },
+  { type: "function", function: { name: "search", parameters: { type: "object",
+    properties: { q: { type: "string" }, filters: { type: "array", items: { type: "string", maxLength: 5 }, maxItems: 2 } },
+    required: ["q"] } } },
+  { type: "function", function: { name: "ping" } },
+];
+const validators = Object.fromEntries(tools.map(t => [t.function.name, ajv.compile(t.function.parameters || {})]));
+
+for (const fname of ["get_weather", "search"]) {
+  let bad = 0, first = null;
+  for (let seed = 1; seed <= SEEDS; seed++) {
+    const r = await chat({ seed, tools, tool_choice: { type: "function", function: { name: fname } } });
+    const tc = r.choices[0].message.tool_calls || [];
+    let ok = tc.length === 1 && tc[0].function.name === fname;
+    try { ok = ok && validators[fname](JSON.parse(tc[0].function.arguments)); } catch (e) { ok = false; }
+    if (!ok) { bad++; first = first || { seed, message: r.choices[0].message, finish: r.choices[0].finish_reason }; }
+  }
+  check(`structured_tool_choice_named_${fname}`, bad === 0, first);
+}
+{
+  let bad = 0, first = null;
+  for (let seed = 1; seed <= SEEDS; seed++) {
+    const r = await chat({ seed, thinking: false, tools, tool_choice: "required" });
+    const tc = r.choices[0].message.tool_calls || [];
+    let ok = tc.length >= 1;
+    for (const c of tc) {
+      try { ok = ok && validators[c.function.name] && validators[c.function.name](JSON.parse(c.function.arguments)); } catch (e) { ok = false; }
+    }
+    if (!ok) { bad++; first = first || { seed, message: r.choices[0].message }; }
+  }
+  check("structured_tool_choice_required", bad === 0, first);
+}
+{ // auto: whatever calls the model makes have valid arguments
+  let bad = 0, calls = 0, first = null;
+  for (let seed = 1; seed <= SEEDS; seed++) {
+    const r = await chat({ seed, thinking: false, tools, max_tokens: 60 });
+    for (const c of r.choices[0].message.tool_calls || []) {
+      calls++;
+      try { if (!validators[c.function.name](JSON.parse(c.function.arguments))) throw 0; } catch (e) { bad++; first = first || c; }
+    }
+  }
+  check("structured_tool_choice_auto_args", bad === 0, first);
+}
+
+async function refused(name, body, code) {
+  let err = null;
+  try { await chat(body); } catch (e) { err = e; }
+  check(name, err && err.status === 400 && (!code || (err.code === code)), err && { status: err.status, code: err.code, message: err.message });
+}
+await refused("structured_refuses_pattern",
+  { response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "string", pattern: "^a+$" } } } }, "unsupported_schema");
+await refused("structured_refuses_maximum",
+  { response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object", properties: { n: { type: "integer", maximum: 3 } } } } } }, "unsupported_schema");
+await refused("structured_refuses_grammar", { grammar: "root ::= \"a\"" }, "unsupported_constraint");
+await refused("structured_refuses_unknown_tool", { tools, tool_choice: { type: "function", function: { name: "nope" } } });
+await refused("structured_refuses_named_bad_params",
+  { tools: [{ type: "function", function: { name: "f", parameters: { type: "object", properties: { a: { type: "string", pattern: "x" } } } } }],
+    tool_choice: { type: "function", function: { name: "f" } } }, "unsupported_schema");
+process.exit(failed ? 1 : 0);
