@@ -7,6 +7,7 @@
 
 #include "base/mem.h"
 #include "serve/http_internal.h"
+#include "serve/limits.h"
 #include "text/chat.h"
 #include "text/tokenizer.h"
 
@@ -44,6 +45,10 @@ static json_t *body_object(serve_conn *c, enum MHD_Result *res) {
     const char *b = c->body.s ? c->body.s : "";
     if (!serve_utf8_valid(b, c->body.n)) {
         serve_err_set(&e, 400, NULL, NULL, "invalid_utf8", "The request body is not valid UTF-8.");
+        *res = serve_reply_err(c, &e);
+        return NULL;
+    }
+    if (serve_json_budget(b, c->body.n, NULL, &e)) { /* before jansson builds a tree */
         *res = serve_reply_err(c, &e);
         return NULL;
     }

@@ -110,11 +110,14 @@ hostile = {
     "messages": b'{"messages":[' + b'{"role":"user","content":"x"},' * 200000 + b'{"role":"user","content":"x"}]}',
 }
 for name, body in hostile.items():
-    st, _, b = post(body)
-    e = json.loads(b).get("error", {})
-    check("serve_limits_hostile_%s_400" % name, st == 400 and e.get("code") == "request_too_complex", (st, b[:300]))
-    rss = health()["rss_bytes"]
-    check("serve_limits_hostile_%s_rss" % name, rss < base + 64 * MB, "base %d MB, now %d MB" % (base >> 20, rss >> 20))
+    for path in [b"/v1/chat/completions", b"/tokenize"]:
+        st, _, b = request(port, b"POST " + path + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n"
+                           b"Connection: close\r\n\r\n" % len(body) + body, timeout=120)
+        e = json.loads(b).get("error", {})
+        tag = name + ("_tokenize" if path == b"/tokenize" else "")
+        check("serve_limits_hostile_%s_400" % tag, st == 400 and e.get("code") == "request_too_complex", (st, b[:300]))
+        rss = health()["rss_bytes"]
+        check("serve_limits_hostile_%s_rss" % tag, rss < base + 64 * MB, "base %d MB, now %d MB" % (base >> 20, rss >> 20))
 st, _, b = post(json.dumps(ok).encode())
 check("serve_limits_serves_after_hostile", st == 200, b[:200])
 
