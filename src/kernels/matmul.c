@@ -44,27 +44,6 @@ void k3_matvec(const k3_wmat *W, const float *x, float *y) {
         k3_matvec_ref(W, x, y);
 }
 
-/* Batched decode (a few tokens, one per sequence): the panel kernels pack
- * every weight for a handful of tokens, which costs more than the FMAs, so up
- * to K3_FEW_TOKENS tokens each row is decoded once and dotted with every
- * token (k3_matmul_few_avx2), rows split over the threads in blocks of 64.
- * Token t's result does not depend on T or on the split. */
-#define K3_FEW_TOKENS 16
-#define FEW_ROWS 64
-
-static void matmul_few_threaded(const k3_wmat *W, const float *X, int64_t T, float *Y) {
-    const int64_t R = W->rows, nb = (R + FEW_ROWS - 1) / FEW_ROWS;
-#pragma omp parallel for schedule(static) if (!k3_kernels_serial() && R * W->cols >= 32768)
-    for (int64_t b = 0; b < nb; b++) {
-        float tmp[FEW_ROWS * K3_FEW_TOKENS];
-        const int64_t r0 = b * FEW_ROWS, nr = R - r0 < FEW_ROWS ? R - r0 : FEW_ROWS;
-        k3_wmat v = k3_wmat_rows(W, r0, nr);
-        k3_matmul_few_avx2(&v, X, T, tmp);
-        for (int64_t t = 0; t < T; t++)
-            for (int64_t i = 0; i < nr; i++) Y[t * R + r0 + i] = tmp[t * nr + i];
-    }
-}
-
 void k3_matmul(const k3_wmat *W, const float *X, int64_t T, float *Y) {
     if (W->rows <= 0 || T <= 0) return;
     if (!use_avx2(W)) {
@@ -73,8 +52,6 @@ void k3_matmul(const k3_wmat *W, const float *X, int64_t T, float *Y) {
     }
     if (T == 1)
         matvec_fast(W, X, Y);
-    else if (T <= K3_FEW_TOKENS)
-        matmul_few_threaded(W, X, T, Y);
     else if (k3_kernels_active() == K3_KERNELS_AVX512)
         k3_matmul_avx512(W, X, T, Y);
     else
