@@ -21,6 +21,7 @@
 #include "kernels/kbench.h"
 #include "kernels/matvec_i8.h"
 #include "kernels/membw.h"
+#include "model/prefetch.h"
 
 #include <omp.h>
 #include <stdio.h>
@@ -32,6 +33,7 @@
 static void bench_usage(FILE *f) {
     fprintf(f, "usage: k3 bench --model DIR [-p 64] [-n 32] [--threads N] [--runs 5] [--json]\n"
                "                [--act-int8] [--bw-over auto|buffer|weights] [--batch B]\n"
+               "                [--ram-budget SIZE] [--no-prefetch]\n"
                "       k3 bench --kernels [--threads N] [-p T] [--quick]\n"
                "       k3 bench --bandwidth [--threads N]\n"
                "\n"
@@ -46,6 +48,11 @@ static void bench_usage(FILE *f) {
                "  --json        one JSON object on stdout instead of text\n"
                "  --act-int8    int8 activations in quantized decode (AVX-512 VNNI; lossy,\n"
                "                opt-in; also K3_ACT=int8)\n"
+               "  --ram-budget SIZE  keep the dense weights and the most routed-to experts\n"
+               "                locked in RAM up to SIZE (e.g. 20G; models larger than RAM)\n"
+               "  --no-prefetch don't read the chosen experts ahead (plain mmap faults); the\n"
+               "                storage line gives bytes read per decoded token and the\n"
+               "                share of chosen expert bytes already in RAM\n"
                "  --batch B     with --model: batched decode of 1, 2, 4, ... B sequences (one\n"
                "                k3_forward_batch per step), aggregate and per-sequence tok/s\n"
                "  --kernels     matvec (decode) GB/s and matmul (prefill, T tokens, default 64)\n"
@@ -61,7 +68,22 @@ typedef struct {
     int bw_over; /* 0 auto, 1 buffer, 2 weight files */
     long T, n, runs, batch;
     const char *model;
+    int no_prefetch;     /* --no-prefetch: plain mmap faults for the experts */
+    uint64_t ram_budget; /* --ram-budget: dense part + hot experts locked in RAM */
 } bench_args;
+
+/* Bytes this process caused to be read from storage (/proc/self/io read_bytes; page faults and
+ * read-ahead of mapped weights included); 0 where the kernel does not say. */
+static uint64_t storage_read_bytes(void) {
+    FILE *f = fopen("/proc/self/io", "r");
+    char line[128];
+    unsigned long long v = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "read_bytes: %llu", &v) == 1) break;
+    if (f) fclose(f);
+    return v;
+}
+static uint64_t g_decode_read; /* storage bytes read during the timed decode steps */
 
 static int parse_int(const char *s, const char *opt, long lo, long *out) {
     char *end;
@@ -103,6 +125,14 @@ static int parse_args(int argc, char **argv, bench_args *a) {
             a->json = 1;
         } else if (!strcmp(o, "--act-int8")) {
             k3_act_int8_set(1);
+        } else if (!strcmp(o, "--no-prefetch")) {
+            a->no_prefetch = 1;
+        } else if (!strcmp(o, "--ram-budget") && i + 1 < argc) {
+            if (k3_prefetch_parse_size(argv[++i], &a->ram_budget)) {
+                fprintf(stderr, "k3 bench: --ram-budget expects a size (e.g. 20G), got '%s'\n",
+                        argv[i]);
+                return -1;
+            }
         } else if (!strcmp(o, "--bw-over") && i + 1 < argc) {
             const char *v = argv[++i];
             a->bw_over = !strcmp(v, "auto")      ? 0
@@ -199,10 +229,12 @@ static int one_run(k3_seq *s, const int32_t *prompt, long P, long N, float *logi
     double t0 = k3_now();
     if (k3_forward(s, prompt, P, logits, 0) < 0) return -1;
     double t1 = k3_now();
+    uint64_t io0 = storage_read_bytes();
     for (long i = 0; i < N; i++) {
         int32_t tok = argmax(logits, V);
         if (k3_forward(s, &tok, 1, logits, 0) < 0) return -1;
     }
+    g_decode_read += storage_read_bytes() - io0;
     *t_prefill = t1 - t0;
     *t_decode = k3_now() - t1;
     return 0;
@@ -211,7 +243,9 @@ static int one_run(k3_seq *s, const int32_t *prompt, long P, long N, float *logi
 typedef struct {
     double load_s, prefill_tps, decode_tps, bw, roofline;
     uint64_t peak_rss, active_bytes, weight_bytes;
-    uint64_t bw_bytes; /* working set of the bandwidth measurement */
+    uint64_t bw_bytes;                  /* working set of the bandwidth measurement */
+    double storage_per_token, hit_rate; /* decode: bytes read from storage, expert hit rate */
+    k3_prefetch_stats pf;
     int bw_on_weights; /* 1: over the mapped weight files, 0: an anonymous buffer */
 } model_result;
 
@@ -259,9 +293,17 @@ static int measure_model(const bench_args *a, model_result *r) {
     double *tp = k3_xmalloc(sizeof(double) * (size_t)a->runs);
     double *td = k3_xmalloc(sizeof(double) * (size_t)a->runs);
     int rc = one_run(s, prompt, a->T, a->n < 4 ? a->n : 4, logits, V, &tp[0], &td[0]); /* warm-up */
+    g_decode_read = 0;
+    k3_prefetch_reset_stats();
+    k3_prefetch_count_hits(1);
     for (long i = 0; rc == 0 && i < a->runs; i++)
         rc = one_run(s, prompt, a->T, a->n, logits, V, &tp[i], &td[i]);
+    k3_prefetch_count_hits(0);
     if (rc == 0) {
+        r->pf = k3_prefetch_get_stats();
+        r->storage_per_token = (double)g_decode_read / (double)(a->n * a->runs);
+        r->hit_rate =
+            r->pf.need_bytes ? (double)r->pf.resident_bytes / (double)r->pf.need_bytes : 1;
         r->prefill_tps = (double)a->T / median(tp, (int)a->runs);
         r->decode_tps = (double)a->n / median(td, (int)a->runs);
         r->peak_rss = k3_peak_rss(); /* before the bandwidth buffer inflates it */
@@ -302,11 +344,13 @@ static int run_model(const bench_args *a) {
                "\"runs\":%ld,\"load_s\":%.3f,\"prefill_tps\":%.2f,\"decode_tps\":%.2f,"
                "\"peak_rss_bytes\":%llu,\"weight_bytes\":%llu,\"active_bytes_per_token\":%llu,"
                "\"bandwidth_bytes_per_s\":%.0f,\"bandwidth_working_set_bytes\":%llu,"
-               "\"bandwidth_over\":\"%s\",\"roofline\":%.4g,\"activations\":\"%s\"}\n",
+               "\"bandwidth_over\":\"%s\",\"roofline\":%.4g,\"activations\":\"%s\","
+               "\"storage_bytes_per_token\":%.0f,\"expert_hit_rate\":%.4f}\n",
                a->model, th, k3_kernels_name(), a->T, a->n, a->runs, r.load_s, r.prefill_tps,
                r.decode_tps, (unsigned long long)r.peak_rss, (unsigned long long)r.weight_bytes,
                (unsigned long long)r.active_bytes, r.bw, (unsigned long long)r.bw_bytes,
-               r.bw_on_weights ? "weight files" : "buffer", r.roofline, activation_mode(0));
+               r.bw_on_weights ? "weight files" : "buffer", r.roofline, activation_mode(0),
+               r.storage_per_token, r.hit_rate);
         return 0;
     }
     printf("model            %s (%s kernels, %d threads)\n", a->model, k3_kernels_name(), th);
@@ -324,6 +368,12 @@ static int run_model(const bench_args *a) {
            r.bw_on_weights ? "the mapped weight files" : "an anonymous buffer");
     printf("roofline         %.1f tokens/s; decode reaches %.2f of it\n",
            r.bw / (double)r.active_bytes, r.roofline);
+    printf("storage          %.2f MiB read from storage per decoded token; routed experts "
+           "resident when chosen: %.3f of their bytes (prefetch %s, RAM budget %.2f GiB: dense "
+           "%.1f MiB + experts %.1f MiB locked)\n",
+           r.storage_per_token / (1 << 20), r.hit_rate, a->no_prefetch ? "off" : "on",
+           (double)a->ram_budget / (1 << 30), (double)r.pf.dense_locked / (1 << 20),
+           (double)r.pf.experts_locked / (1 << 20));
     return 0;
 }
 
@@ -331,6 +381,7 @@ int cmd_bench(int argc, char **argv) {
     bench_args a;
     if (parse_args(argc, argv, &a) < 0) return 2;
     if (a.threads > 0) omp_set_num_threads(a.threads);
+    if (a.no_prefetch || a.ram_budget) k3_prefetch_set(!a.no_prefetch, a.ram_budget);
     int rc = 0;
     if (a.model && a.batch > 0)
         return k3_bench_batch(a.model, a.threads, (int)a.batch, a.T, a.n, a.runs, a.json);

@@ -11,6 +11,7 @@
  * loop (k3_routed_experts_ref), so the bits do not depend on the threads.
  * Temporaries are per-thread grow-only buffers: no allocation per token. */
 #include "model/moe.h"
+#include "model/prefetch.h"
 #include "base/mem.h"
 #include "kernels/matmul.h"
 #include "model/model.h"
@@ -176,6 +177,7 @@ static void route_tokens(const k3_model *m, const k3_moe_w *w, const float *x, c
     memset(start, 0, sizeof(int64_t) * (size_t)(E + 1));
     for (int64_t i = 0; i < T * K; i++) start[idx[i] + 1]++;
     for (int e = 0; e < E; e++) start[e + 1] += start[e];
+    k3_prefetch_route(m, w, start); /* read the chosen experts ahead (prefetch.h) */
     memcpy(fill, start, sizeof(int64_t) * (size_t)(E + 1));
     float *xg = FLOATS(K3_TB_MOE_XG, T * K * X);
     for (int64_t t = 0; t < T; t++)
