@@ -80,6 +80,8 @@ enum MHD_Result serve_reply_json(serve_conn *c, int status, char *body) {
 }
 
 enum MHD_Result serve_reply_err(serve_conn *c, const serve_err *e) {
+    if (c->route && c->route->anthropic)
+        return serve_reply_json(c, e->status, serve_anthropic_err_json(e));
     return serve_reply_json(c, e->status, serve_err_json(e));
 }
 
@@ -194,15 +196,18 @@ static enum MHD_Result handle_completions(serve_conn *c) {
  * no API key needed. `prefix`: the path is a prefix, the rest (non-empty)
  * goes to c->rest. */
 static const serve_route ROUTES[] = {
-    {"/health", SERVE_GET, 0, 1, handle_health},
-    {"/metrics", SERVE_GET, 0, 0, serve_handle_metrics},
-    {"/props", SERVE_GET, 0, 0, serve_handle_props},
-    {"/tokenize", SERVE_POST, 0, 0, serve_handle_tokenize},
-    {"/detokenize", SERVE_POST, 0, 0, serve_handle_detokenize},
-    {"/v1/models", SERVE_GET, 0, 0, handle_models},
-    {"/v1/models/", SERVE_GET, 1, 0, handle_model},
-    {"/v1/chat/completions", SERVE_POST, 0, 0, handle_chat},
-    {"/v1/completions", SERVE_POST, 0, 0, handle_completions},
+    {"/health", SERVE_GET, 0, 1, handle_health, 0},
+    {"/metrics", SERVE_GET, 0, 0, serve_handle_metrics, 0},
+    {"/props", SERVE_GET, 0, 0, serve_handle_props, 0},
+    {"/tokenize", SERVE_POST, 0, 0, serve_handle_tokenize, 0},
+    {"/detokenize", SERVE_POST, 0, 0, serve_handle_detokenize, 0},
+    {"/v1/models", SERVE_GET, 0, 0, handle_models, 0},
+    {"/v1/models/", SERVE_GET, 1, 0, handle_model, 0},
+    {"/v1/chat/completions", SERVE_POST, 0, 0, handle_chat, 0},
+    {"/v1/completions", SERVE_POST, 0, 0, handle_completions, 0},
+    {"/v1/responses", SERVE_POST, 0, 0, serve_handle_responses, 0},
+    {"/v1/messages", SERVE_POST, 0, 0, serve_handle_messages, 1},
+    {"/v1/messages/count_tokens", SERVE_POST, 0, 0, serve_handle_count_tokens, 1},
 };
 
 /* The path with a leading "/v1" dropped ("/v1/models" -> "/models"). */
@@ -597,6 +602,7 @@ int serve_run(serve_engine *e, const serve_opts *o) {
     serve_guard_init(&srv.guard, o->host, o->allowed_hosts, o->n_allowed_hosts, o->cors_origins,
                      o->n_cors_origins);
     serve_metrics_init(&srv.metrics);
+    srv.rstore = serve_rstore_new(512);
     sigset_t set;
     block_signals(&set);
     serve_sched_opts so = {.max_active = o->max_active,
@@ -631,6 +637,7 @@ int serve_run(serve_engine *e, const serve_opts *o) {
     fprintf(stderr, "k3 serve: %s received, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     shutdown_server(&srv, d);
     serve_metrics_free(&srv.metrics);
+    serve_rstore_free(srv.rstore);
     fprintf(stderr, "k3 serve: stopped\n");
     return 0;
 }

@@ -110,12 +110,6 @@ static enum MHD_Result reply_whole(serve_conn *c) {
     return serve_reply_json(c, c->job->status, all.s);
 }
 
-static enum MHD_Result unavailable(serve_conn *c) {
-    serve_err e;
-    serve_err_set(&e, 503, "server_error", NULL, "shutting_down", "The server is shutting down.");
-    return serve_reply_err(c, &e);
-}
-
 /* The prompt-cache scope of a request: the bearer token it presented and its
  * cache_salt, length-prefixed so that no two (key, salt) pairs collide. */
 static char *serve_cache_scope(serve_conn *c, const serve_req *q, size_t *len) {
@@ -174,21 +168,27 @@ static serve_job *make_job(serve_conn *c, serve_kind kind, serve_err *e) {
     return j;
 }
 
-enum MHD_Result serve_handle_generate(serve_conn *c, serve_kind kind) {
-    if (__atomic_load_n(&c->srv->closing, __ATOMIC_SEQ_CST)) return unavailable(c);
-    serve_err e;
-    serve_job *j = make_job(c, kind, &e);
-    if (!j) return serve_reply_err(c, &e);
+int serve_start_job(serve_conn *c, serve_kind kind, serve_err *e) {
+    if (__atomic_load_n(&c->srv->closing, __ATOMIC_SEQ_CST))
+        return serve_err_set(e, 503, "server_error", NULL, "shutting_down",
+                             "The server is shutting down.");
+    serve_job *j = make_job(c, kind, e);
+    if (!j) return -1;
     int rc = serve_sched_submit(c->srv->sched, j);
-    if (rc == -2) { /* the queue is full */
-        serve_job_release(j);
-        serve_err_set(&e, 429, "rate_limit_exceeded", NULL, "queue_full", "%s", k3_errmsg());
-        return serve_reply_err(c, &e);
-    }
     if (rc) {
         serve_job_release(j);
-        return unavailable(c);
+        if (rc == -2) /* the queue is full */
+            return serve_err_set(e, 429, "rate_limit_exceeded", NULL, "queue_full", "%s",
+                                 k3_errmsg());
+        return serve_err_set(e, 503, "server_error", NULL, "shutting_down",
+                             "The server is shutting down.");
     }
     c->job = j; /* the connection's reference, released when the request completes */
-    return j->req.stream ? reply_stream(c) : reply_whole(c);
+    return 0;
+}
+
+enum MHD_Result serve_handle_generate(serve_conn *c, serve_kind kind) {
+    serve_err e;
+    if (serve_start_job(c, kind, &e)) return serve_reply_err(c, &e);
+    return c->job->req.stream ? reply_stream(c) : reply_whole(c);
 }

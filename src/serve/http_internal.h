@@ -13,6 +13,7 @@
 #include "serve/output.h"
 #include "serve/sched.h"
 #include "serve/server.h"
+#include "serve/xlate.h"
 
 typedef struct {
     serve_engine *eng;
@@ -23,7 +24,8 @@ typedef struct {
     int inflight; /* requests between first call and completion (atomic) */
     double t_start;
     serve_metrics metrics;
-    serve_guard guard; /* Host / Origin / framing checks (issue 12) */
+    serve_guard guard;           /* Host / Origin / framing checks (issue 12) */
+    struct serve_rstore *rstore; /* Responses API: previous_response_id store */
 } serve_server;
 
 struct serve_conn;
@@ -35,6 +37,7 @@ typedef struct {
     int prefix;       /* path is a prefix; the rest goes to serve_conn.rest */
     int open;         /* no API key needed */
     enum MHD_Result (*fn)(struct serve_conn *c);
+    int anthropic; /* errors in Anthropic's shape */
 } serve_route;
 
 /* Per-connection request state (MHD's con_cls). */
@@ -79,6 +82,29 @@ enum MHD_Result serve_handle_metrics(serve_conn *c);
 enum MHD_Result serve_handle_props(serve_conn *c);
 enum MHD_Result serve_handle_tokenize(serve_conn *c);
 enum MHD_Result serve_handle_detokenize(serve_conn *c);
+
+/* Parse c->body as a `kind` request, queue its job (c->job). 0, or -1 + e
+ * (400, 429 queue full, 503 shutting down). */
+int serve_start_job(serve_conn *c, serve_kind kind, serve_err *e);
+
+/* http_xlate.c: serve a request translated to a chat request (stolen) with
+ * the events re-shaped by ops (responses.c, anthropic.c). begin: the first
+ * stream events; body: the non-streaming answer; release: frees ctx. */
+typedef struct {
+    serve_xlate_ops ops;
+    void (*begin)(void *ctx, k3_buf *out);
+    char *(*body)(void *ctx);
+    void (*release)(void *ctx);
+} serve_api;
+enum MHD_Result serve_run_translated(serve_conn *c, json_t *chat, int stream, const serve_api *api,
+                                     void *ctx);
+/* responses.c, anthropic.c */
+enum MHD_Result serve_handle_responses(serve_conn *c);
+enum MHD_Result serve_handle_messages(serve_conn *c);
+enum MHD_Result serve_handle_count_tokens(serve_conn *c);
+char *serve_anthropic_err_json(const serve_err *e);
+struct serve_rstore *serve_rstore_new(int max_entries);
+void serve_rstore_free(struct serve_rstore *s);
 
 /* POST /v1/chat/completions and /v1/completions, body complete. */
 enum MHD_Result serve_handle_generate(serve_conn *c, serve_kind kind);

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# fuzz_api.sh — builds fuzz/fuzz_api_request (Responses API and Anthropic
+# Messages request translators, then the chat parser) and runs it briefly from
+# seeds that reach every item and block type.
+set -u
+cd "$(dirname "$0")/../.."
+FUZZ_PKGS="jansson"
+. tests/sh/lib/fuzz.bash
+fuzz_need_clang fuzz_api
+corpus=$(mktemp -d)
+trap 'rm -rf "$corpus"' EXIT
+printf '%s' '{"model":"tiny","input":"hi","instructions":"be brief","max_output_tokens":5,"reasoning":{"effort":"none"},"text":{"format":{"type":"json_schema","name":"x","schema":{"type":"object"}}}}' >"$corpus/1"
+printf '%s' '{"input":[{"role":"developer","content":"d"},{"type":"message","role":"user","content":[{"type":"input_text","text":"q"}]},{"type":"item_reference","id":"rs_1"},{"type":"function_call","call_id":"c1","name":"f","arguments":"{\"a\":1}"},{"type":"function_call_output","call_id":"c1","output":"ok"},{"type":"item_reference","id":"nope"}],"tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],"tool_choice":{"type":"function","name":"f"},"previous_response_id":"resp_1"}' >"$corpus/2"
+printf '%s' '{"model":"tiny","max_tokens":10,"system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":"q"},{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":""},{"type":"text","text":"a"},{"type":"tool_use","id":"t1","name":"f","input":{"x":1}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"r"}],"is_error":true},{"type":"text","text":"more"}]}],"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"any"},"thinking":{"type":"enabled","budget_tokens":9000},"stop_sequences":["x"]}' >"$corpus/3"
+fuzz_build fuzz_api_request src/serve/request.c src/serve/responses_req.c src/serve/anthropic_req.c &&
+    fuzz_run fuzz_api_request "$corpus" -- -max_total_time=6
