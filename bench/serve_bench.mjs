@@ -36,6 +36,7 @@ async function client(i) {
       let k;
       while ((k = buf.indexOf("\n\n")) >= 0) {
         const ev = buf.slice(0, k); buf = buf.slice(k + 2);
+        if (!ev.startsWith("data: ")) continue; // ": keep-alive" comments
         if (ev === "data: [DONE]") continue;
         const c = JSON.parse(ev.slice(6)).choices[0];
         if (c && c.delta && (c.delta.content || c.delta.reasoning_content)) {
