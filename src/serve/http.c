@@ -253,11 +253,10 @@ static enum MHD_Result reply_unauthorized(serve_conn *c) {
 }
 
 int serve_origin_allowed(const serve_server *srv, const char *origin) {
-    if (!origin) return 0;
-    for (int i = 0; i < srv->o->n_cors_origins; i++)
-        if (!strcmp(srv->o->cors_origins[i], "*") || !strcmp(srv->o->cors_origins[i], origin))
-            return 1;
-    return 0;
+    /* the guard's list match (the one place that decides, guard.h); no Host:
+     * same-origin pages need no CORS headers */
+    return origin && srv->o->n_cors_origins &&
+           serve_guard_origin_allowed(&srv->guard, origin, NULL);
 }
 
 void serve_add_cors(serve_conn *c, struct MHD_Response *r) {
