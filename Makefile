@@ -82,6 +82,12 @@ fuzz-long: all
 test: all
 	BUILD=$(BUILD) bash tests/run_all.sh
 
+# Opt-in: the v32k real slice against the float64 oracle (tests/realdims.sh;
+# ~10 GB of disk, 10-20 min; REALDIMS_MODEL=DIR reuses a slice).
+.PHONY: test-realdims
+test-realdims: all
+	K3=$(BUILD)/k3 bash tests/realdims.sh
+
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan
 
