@@ -22,6 +22,7 @@ check() { # name, command...
     shift
     if "$@" >"$T/$name.log" 2>&1; then
         echo "PASS $name"
+        case $name in *_matches_oracle) sed 's/^/  /' "$T/$name.log" | tail -1 ;; esac
     else
         echo "FAIL $name"
         sed 's/^/  /' "$T/$name.log" | tail -15
