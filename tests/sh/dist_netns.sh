@@ -89,11 +89,14 @@ setup 2>"$TMP/err" || skip "cannot build the namespace network: $(head -1 "$TMP/
 AGENT=$TMP/netns-rsh
 cat >"$AGENT" <<AG
 #!/bin/sh
-# rsh agent for mpirun: host 10.233.0.N is namespace ${TAG}hN.
+# rsh agent for mpirun: host 10.233.0.N is namespace ${TAG}hN, with its own
+# host name (a UTS namespace), so that OpenMPI's per-host session directory
+# (/tmp/ompi.HOSTNAME.UID) is not one directory shared by all four "hosts".
 host=\$1
 shift
 case "\$host" in 10.233.0.[1-4]) ;; *) echo "netns-rsh: unknown host \$host" >&2; exit 1 ;; esac
-exec ip netns exec "${TAG}h\${host##*.}" sh -c "\$*"
+n=\${host##*.}
+exec ip netns exec "${TAG}h\$n" unshare --uts sh -c 'hostname "\$0" && exec sh -c "\$1"' "${TAG}h\$n" "\$*"
 AG
 chmod +x "$AGENT"
 
@@ -107,6 +110,7 @@ netns_run() { # np, command...
     hosts=$(seq -s, -f '10.233.0.%g' 1 "$np")
     for try in 1 2 3; do
         OMPI_MCA_btl=tcp,self timeout -k 5 "${DIST_TIMEOUT:-60}" ip netns exec "${TAG}h1" \
+            unshare --uts sh -c 'hostname "$0" && exec "$@"' "${TAG}h1" \
             mpirun --allow-run-as-root --oversubscribe -np "$np" --host "$hosts" \
             --mca plm_rsh_agent "$AGENT" --mca plm_rsh_no_tree_spawn 1 \
             --mca btl tcp,self --mca btl_tcp_if_include 10.233.0.0/24 \
