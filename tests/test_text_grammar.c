@@ -61,6 +61,10 @@ TEST(grammar_accepts) {
     CHECK(!accepts(obj, "{\"name\":\"\xc3\",\"tags\":[]}"), "cut UTF-8");
     CHECK(!accepts(obj, "{\"name\":\"\xed\xa0\x80\",\"tags\":[]}"), "surrogate");
     CHECK(!accepts(obj, "{\"name\":\"a\x01\",\"tags\":[]}"), "control character");
+    CHECK(!accepts("{\"type\":\"object\"}", "{\"a\\u0000\":1}"),
+          "\\u0000 (jansson: no NUL in keys)");
+    CHECK(!accepts("{\"type\":\"string\"}", "\"\\u0000\""), "\\u0000");
+    CHECK(accepts("{\"type\":\"object\"}", "{\"a\\u0001\":1,\"\\u0100\":2}"));
     CHECK(accepts("{\"enum\":[\"red\",\"green\",1,12,null]}", "\"green\""));
     CHECK(accepts("{\"enum\":[\"red\",\"green\",1,12,null]}", "1"));
     CHECK(accepts("{\"enum\":[\"red\",\"green\",1,12,null]}", "12"));

@@ -450,6 +450,7 @@ static int step_string(k3_gframe *f, int sym) {
         if (sym == 'u') {
             f->a = 3;
             f->c = 4;
+            f->mask = 0; /* becomes 1 once a digit is not '0' */
             return R_ACCEPT;
         }
         if (!strchr("\"\\/bfnrt", sym) || !sym) return R_REJECT;
@@ -457,9 +458,13 @@ static int step_string(k3_gframe *f, int sym) {
         f->b++;
         return R_ACCEPT;
     }
-    /* \uXXXX: no surrogates (first digit never d/D) */
+    /* \uXXXX: no surrogates (first digit never d/D) and never \u0000: JSON
+     * allows U+0000, but jansson cannot hold it in an object key and C
+     * strings downstream would be cut at it */
     int hex = is_digit(sym) || (sym >= 'a' && sym <= 'f') || (sym >= 'A' && sym <= 'F');
     if (!hex || (f->c == 4 && (sym == 'd' || sym == 'D'))) return R_REJECT;
+    if (f->c == 1 && sym == '0' && !f->mask) return R_REJECT;
+    if (sym != '0') f->mask = 1;
     if (--f->c == 0) {
         f->a = 1;
         f->b++;
