@@ -1,7 +1,7 @@
-/* cmd_quantize.c — `k3 quantize`: options, then io/qconvert.c does the conversion.
+/* cmd_quantize.c — `k3 quantize`: options, then quant/qconvert.c does the conversion.
  *
  * The conversion (HF release -> MLX quantized layout, streamed expert by
- * expert into ~5 GB shards, resumable) is described in io/qconvert.h. Here:
+ * expert into ~5 GB shards, resumable) is described in quant/qconvert.h. Here:
  * argument parsing, and a check of the result by reloading it with the engine
  * and running one token through it. */
 #include "cli/cli.h"
@@ -10,7 +10,7 @@
 
 #include "base/err.h"
 #include "base/mem.h"
-#include "io/qconvert.h"
+#include "quant/qconvert.h"
 
 #include <errno.h>
 #include <math.h>

@@ -302,7 +302,7 @@ int k3_ckpt_stacked(k3_ckpt *ck, const char *module, int64_t n, int64_t rows, in
     return views(ck, module, n, rows, cols, out);
 }
 
-static float elem_f32(const k3_tensor *t, int64_t i) {
+float k3_tensor_f32_at(const k3_tensor *t, int64_t i) {
     uint16_t h;
     float f;
     switch (t->dtype) {
@@ -335,7 +335,7 @@ int k3_ckpt_vec(k3_ckpt *ck, const char *name, int64_t n, float *out) {
         return k3_seterr("%s: tensor %s: shape %s, expected %lld elements", t->file, t->name,
                          k3_tensor_shape_str(t, g, sizeof g), (long long)n);
     }
-    for (int64_t i = 0; i < n; i++) out[i] = elem_f32(t, i);
+    for (int64_t i = 0; i < n; i++) out[i] = k3_tensor_f32_at(t, i);
     return 0;
 }
 
@@ -347,12 +347,12 @@ int k3_ckpt_alog(k3_ckpt *ck, const char *name, int heads, float *out) {
         return k3_seterr("%s: tensor %s: %lld values, expected at least num_heads = %d", t->file,
                          t->name, (long long)n, heads);
     for (int64_t i = heads; i < n; i++)
-        if (elem_f32(t, i) != 0.0f)
+        if (k3_tensor_f32_at(t, i) != 0.0f)
             return k3_seterr("%s: tensor %s has %lld values for num_heads = %d and its padding "
                              "tail is not zero (value %g at index %lld); refusing to truncate",
-                             t->file, t->name, (long long)n, heads, (double)elem_f32(t, i),
+                             t->file, t->name, (long long)n, heads, (double)k3_tensor_f32_at(t, i),
                              (long long)i);
-    for (int i = 0; i < heads; i++) out[i] = elem_f32(t, i);
+    for (int i = 0; i < heads; i++) out[i] = k3_tensor_f32_at(t, i);
     return 0;
 }
 
@@ -369,7 +369,7 @@ int k3_ckpt_conv(k3_ckpt *ck, const char *name, int64_t C, int K, float *out) {
                          (long long)C, K);
     }
     /* All three layouts hold tap j of channel c at c*K + j. */
-    for (int64_t i = 0; i < C * K; i++) out[i] = elem_f32(t, i);
+    for (int64_t i = 0; i < C * K; i++) out[i] = k3_tensor_f32_at(t, i);
     return 0;
 }
 

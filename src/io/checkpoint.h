@@ -42,6 +42,9 @@ int k3_ckpt_has_module(k3_ckpt *ck, const char *module);
  * .weight_packed/.weight_scale (MXFP4) or MLX .weight/.scales[/.biases]. */
 int k3_ckpt_linear(k3_ckpt *ck, const char *module, int64_t rows, int64_t cols, k3_wmat *out);
 /* n stacked Linears [n, rows, cols] in one tensor (MLX SwitchLinear / MultiLinear). */
+/* Element i of a float tensor (f32, f16 or bf16) as f32. */
+float k3_tensor_f32_at(const k3_tensor *t, int64_t i);
+
 int k3_ckpt_stacked(k3_ckpt *ck, const char *module, int64_t n, int64_t rows, int64_t cols,
                     k3_wmat *out);
 /* A float vector of n elements (any shape with n elements; f32/f16/bf16) into out. */

@@ -8,10 +8,11 @@
  *   produce  per shard, each job's rows are materialized as f32 a chunk at a
  *            time (one expert matrix, or <= 16 MB of rows), quantized, and
  *            pwritten at their offsets; consumed input pages are dropped. */
-#include "io/qconvert.h"
+#include "quant/qconvert.h"
 
 #include "base/err.h"
 #include "base/mem.h"
+#include "io/checkpoint.h"
 #include "io/config.h"
 #include "io/safetensors.h"
 #include "io/st_stream.h"
@@ -70,28 +71,12 @@ static int is_float(k3_dtype d) {
     return d == K3_DT_F32 || d == K3_DT_F16 || d == K3_DT_BF16;
 }
 
-static float elem(const k3_tensor *t, int64_t i) {
-    uint16_t h;
-    float f;
-    switch (t->dtype) {
-    case K3_DT_F32:
-        memcpy(&f, t->data + 4 * i, 4);
-        return f;
-    case K3_DT_F16:
-        memcpy(&h, t->data + 2 * i, 2);
-        return k3_f16_to_f32(h);
-    default:
-        memcpy(&h, t->data + 2 * i, 2);
-        return k3_bf16_to_f32(h);
-    }
-}
-
 static void span_f32(const k3_tensor *t, int64_t i0, int64_t n, float *o) {
     if (t->dtype == K3_DT_F32) {
         memcpy(o, t->data + 4 * i0, sizeof(float) * (size_t)n);
         return;
     }
-    for (int64_t i = 0; i < n; i++) o[i] = elem(t, i0 + i);
+    for (int64_t i = 0; i < n; i++) o[i] = k3_tensor_f32_at(t, i0 + i);
 }
 
 /* Drop every input page from this process (they stay in the page cache).
@@ -328,7 +313,7 @@ static int plan_kda(qc *q, int layer) {
     if (float_src(al)) return -1;
     int64_t H = q->cfg.kda_heads, N = k3_tensor_numel(al);
     for (int64_t i = H; i < N; i++)
-        if (elem(al, i) != 0.0f)
+        if (k3_tensor_f32_at(al, i) != 0.0f)
             return k3_seterr("%s: %s has %lld values > %lld heads and a non-zero tail", al->file,
                              al->name, (long long)N, (long long)H);
     int64_t sh[1] = {H < N ? H : N};
@@ -463,7 +448,7 @@ static void job_rows(const qjob *j, int64_t r0, int64_t n, float *o) {
         case X_EMBQ: { /* [H, r, nope]: row (h, jj) = column jj of the first nope rows of block h */
             int64_t R = j->shape[1], h = r / R, jj = r % R;
             for (int64_t i = 0; i < C; i++)
-                o[i] = elem(j->src[0], (h * (j->nope + j->vd) + i) * R + jj);
+                o[i] = k3_tensor_f32_at(j->src[0], (h * (j->nope + j->vd) + i) * R + jj);
             break;
         }
         case X_UNEMB: { /* [H, vd, r] */
