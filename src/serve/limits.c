@@ -61,21 +61,25 @@ int serve_job_prefill_expired(const serve_job *j, double now) {
     return j->deadline > 0 && now > j->deadline;
 }
 
+void serve_job_error_body(serve_job *j, const serve_err *e, k3_buf *b) {
+    if (!j->req.stream) {
+        j->status = e->status;
+        k3_buf_puts_free(b, serve_err_json(e));
+        return;
+    }
+    k3_buf_put(b, "data: ", 6);
+    k3_buf_puts_free(b, serve_err_json(e));
+    static const char tail[] = "\n\ndata: [DONE]\n\n";
+    k3_buf_put(b, tail, sizeof tail - 1);
+}
+
 void serve_job_timeout_body(serve_job *j, double timeout_s, k3_buf *b) {
     serve_err e;
     serve_err_set(&e, 504, "server_error", NULL, "timeout",
                   "The prompt was not processed within the server's time limit (--timeout %g s): "
                   "%lld of %lld prompt tokens were done.",
                   timeout_s, (long long)(j->n_fed), (long long)j->n_prompt);
-    if (!j->req.stream) {
-        j->status = 504;
-        k3_buf_puts_free(b, serve_err_json(&e));
-    } else {
-        k3_buf_put(b, "data: ", 6);
-        k3_buf_puts_free(b, serve_err_json(&e));
-        static const char tail[] = "\n\ndata: [DONE]\n\n";
-        k3_buf_put(b, tail, sizeof tail - 1);
-    }
+    serve_job_error_body(j, &e, b);
 }
 
 int serve_job_unread_over(serve_job *j, size_t max_unread) {

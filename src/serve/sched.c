@@ -186,15 +186,7 @@ static void job_fail(serve_sched *s, serve_job *j, k3_buf *b) {
     serve_err e;
     serve_err_set(&e, 500, "server_error", NULL, "engine_error", "%s", j->error);
     j->output_ready = 0; /* the error replaces the rest of the response */
-    if (!j->req.stream) {
-        j->status = 500;
-        k3_buf_puts_free(b, serve_err_json(&e));
-    } else {
-        k3_buf_put(b, "data: ", 6);
-        k3_buf_puts_free(b, serve_err_json(&e));
-        static const char tail[] = "\n\ndata: [DONE]\n\n";
-        k3_buf_put(b, tail, sizeof tail - 1);
-    }
+    serve_job_error_body(j, &e, b);
     job_finish(s, j, "error", b);
 }
 
