@@ -14,9 +14,8 @@
 
 #define NTHREADS 4
 #define PIECE (2u << 20) /* read-ahead granularity per madvise */
-#define REBALANCE_EVERY                                                                            \
-    32 /* MoE calls between re-rankings of the hot experts (the first two: 8)                      \
-        */
+/* MoE calls between re-rankings of the hot experts (the first two: 8) */
+#define REBALANCE_EVERY 32
 #define QCAP 4096
 
 enum { OP_WILLNEED, OP_LOCK };
