@@ -93,6 +93,11 @@ struct k3_gnode {
     int *n_req;              /* OBJECT [n+1]: required props from i on */
 };
 
+/* Can symbol `sym` start node `n`? (its first set; sym < K3_SYM_COUNT) */
+static inline int k3_gnode_has_first(const k3_gnode *n, int sym) {
+    return (int)((n->first[sym >> 6] >> (sym & 63)) & 1);
+}
+
 /* A grammar: owns its nodes. */
 typedef struct k3_gram k3_gram;
 k3_gram *k3_gram_new(void);
