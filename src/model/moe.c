@@ -156,8 +156,21 @@ typedef struct {
     int64_t T, X, ml;
 } moe_job;
 
-static void route_tokens(const k3_model *m, const k3_moe_w *w, const float *x, const float *xin,
-                         int64_t T, int64_t X, moe_job *j) {
+/* One MoE call's router decision: each token's K experts (idx) and weights
+ * (wts), and start[e] = the selections of experts below e (E + 1 entries).
+ * Lives in the calling thread's K3_TB_MOE_ROUTE buffer until gather_tokens. */
+typedef struct {
+    int *idx;
+    float *wts, *wt;
+    int64_t *start, *tok;
+    int64_t T;
+} moe_route;
+
+/* Router on x [T, D], top-k per token, selections counted by expert; then the
+ * chosen experts' bytes are handed to the read-ahead pool (prefetch.h), so
+ * their reads run while the caller computes what does not need them. */
+static void route_tokens(const k3_model *m, const k3_moe_w *w, const float *x, int64_t T,
+                         moe_route *r) {
     const k3_config *c = m->c;
     int E = c->num_experts, K = c->num_experts_per_token;
     const size_t nl = al64(sizeof(float) * (size_t)(T * E)),
@@ -166,29 +179,38 @@ static void route_tokens(const k3_model *m, const k3_moe_w *w, const float *x, c
                  nt = al64(sizeof(int64_t) * (size_t)(T * K));
     char *buf = k3_thread_buf(K3_TB_MOE_ROUTE, nl + 3 * ns + nst + nt);
     float *logits = (float *)buf;
-    int *idx = (int *)(buf + nl);
-    float *wts = (float *)(buf + nl + ns), *wt = (float *)(buf + nl + 2 * ns);
-    int64_t *start = (int64_t *)(buf + nl + 3 * ns), *tok = (int64_t *)(buf + nl + 3 * ns + nst);
+    r->idx = (int *)(buf + nl);
+    r->wts = (float *)(buf + nl + ns), r->wt = (float *)(buf + nl + 2 * ns);
+    r->start = (int64_t *)(buf + nl + 3 * ns), r->tok = (int64_t *)(buf + nl + 3 * ns + nst);
+    r->T = T;
     k3_matmul(&w->router, x, T, logits);
     for (int64_t t = 0; t < T; t++)
-        k3_moe_select(c, logits + t * E, w->bias, idx + t * K, wts + t * K);
+        k3_moe_select(c, logits + t * E, w->bias, r->idx + t * K, r->wts + t * K);
     /* counting sort of the T*K selections by expert */
-    int64_t *fill = start + E + 1;
+    int64_t *start = r->start;
     memset(start, 0, sizeof(int64_t) * (size_t)(E + 1));
-    for (int64_t i = 0; i < T * K; i++) start[idx[i] + 1]++;
+    for (int64_t i = 0; i < T * K; i++) start[r->idx[i] + 1]++;
     for (int e = 0; e < E; e++) start[e + 1] += start[e];
     k3_prefetch_route(m, w, start); /* read the chosen experts ahead (prefetch.h) */
-    memcpy(fill, start, sizeof(int64_t) * (size_t)(E + 1));
+}
+
+/* The selections in expert order, with their inputs xin [T, X] gathered. */
+static void gather_tokens(const k3_model *m, const k3_moe_w *w, const moe_route *r,
+                          const float *xin, int64_t X, moe_job *j) {
+    const int E = m->c->num_experts, K = m->c->num_experts_per_token;
+    const int64_t T = r->T;
+    int64_t *fill = r->start + E + 1;
+    memcpy(fill, r->start, sizeof(int64_t) * (size_t)(E + 1));
     float *xg = FLOATS(K3_TB_MOE_XG, T * K * X);
     for (int64_t t = 0; t < T; t++)
         for (int k = 0; k < K; k++) {
-            int64_t at = fill[idx[t * K + k]]++;
-            tok[at] = t;
-            wt[at] = wts[t * K + k];
+            int64_t at = fill[r->idx[t * K + k]]++;
+            r->tok[at] = t;
+            r->wt[at] = r->wts[t * K + k];
             memcpy(xg + at * X, xin + t * X, sizeof(float) * (size_t)X);
         }
     int nb = k3_rowpar_local_blocks(m, &w->ed[0]);
-    *j = (moe_job){m, w, start, tok, wt, xg, T, X, w->eg[0].rows / nb};
+    *j = (moe_job){m, w, r->start, r->tok, r->wt, xg, T, X, w->eg[0].rows / nb};
 }
 
 /* Block b of expert e (spec §5.1 / rowpar.h) on its n tokens: y[tok] += wt *
@@ -223,10 +245,12 @@ static void run_block(const moe_job *j, int b, float *leaf) {
     for (int64_t i = 0; i < j->T * j->X; i++) leaf[i] = (float)y[i];
 }
 
-void k3_routed_experts(const k3_model *m, const k3_moe_w *w, const float *x, const float *xin,
-                       int64_t T, int64_t X, float *ylat) {
+/* ylat [T, X] = the routed experts of a routing on xin [T, X] (moe.h). */
+static void run_routed(const k3_model *m, const k3_moe_w *w, const moe_route *r, const float *xin,
+                       int64_t X, float *ylat) {
     moe_job j;
-    route_tokens(m, w, x, xin, T, X, &j);
+    gather_tokens(m, w, r, xin, X, &j);
+    const int64_t T = r->T;
     const int nb = k3_rowpar_local_blocks(m, &w->ed[0]);
     if (nb == 1) { /* one block: the kernels split each product instead */
         run_block(&j, 0, ylat);
@@ -242,10 +266,19 @@ void k3_routed_experts(const k3_model *m, const k3_moe_w *w, const float *x, con
     }
 }
 
+void k3_routed_experts(const k3_model *m, const k3_moe_w *w, const float *x, const float *xin,
+                       int64_t T, int64_t X, float *ylat) {
+    moe_route r;
+    route_tokens(m, w, x, T, &r);
+    run_routed(m, w, &r, xin, X, ylat);
+}
+
 void k3_routed_experts_ref(const k3_model *m, const k3_moe_w *w, const float *x, const float *xin,
                            int64_t T, int64_t X, float *ylat) {
+    moe_route r;
     moe_job j;
-    route_tokens(m, w, x, xin, T, X, &j);
+    route_tokens(m, w, x, T, &r);
+    gather_tokens(m, w, &r, xin, X, &j);
     const int nb = k3_rowpar_local_blocks(m, &w->ed[0]);
     float *leaves = k3_xmalloc(sizeof(float) * (size_t)(nb * T * X));
     float *leaf[K3_ROWPAR_BLOCKS];
@@ -265,13 +298,17 @@ void k3_moe_forward(const k3_model *m, const k3_moe_w *w, const float *x, int64_
      * tensor parallel sums both in ONE all-reduce, before the norm (spec §5.1). */
     int64_t ns = c->num_shared_experts ? T * D : 0;
     float *ylat = FLOATS(K3_TB_MOE_LAT, T * X + ns + (L ? T * L : 0)), *xin = NULL;
+    float *shared = ylat + T * X;
+    /* The router first: the chosen experts' reads (prefetch.h) then overlap the
+     * latent down-projection and the shared experts, which do not need them. */
+    moe_route r;
+    route_tokens(m, w, x, T, &r);
     if (L) {
         xin = ylat + T * X + ns;
         k3_matmul(&w->lat_down, x, T, xin);
     }
-    k3_routed_experts(m, w, x, L ? xin : x, T, X, ylat);
-    float *shared = ylat + T * X;
     if (ns) k3_mlp_partial(m, &w->shared, x, T, shared);
+    run_routed(m, w, &r, L ? xin : x, X, ylat);
     k3_model_reduce(m, ylat, T * X + ns); /* before the norm (spec §5.1) */
     if (L && c->latent_moe_use_norm)
         k3_rmsnorm_rows(ylat, T, L, w->lat_norm, c->rms_norm_eps, ylat);
