@@ -71,7 +71,8 @@ static int one_run(k3_model *m, int B, long P, long N, double *secs, double *cpu
     return rc;
 }
 
-int k3_bench_batch(const char *dir, int threads, int maxB, long P, long N, long runs, int json) {
+int k3_bench_batch(const char *dir, int threads, int maxB, int only, long P, long N, long runs,
+                   int json) {
     k3_load_opts lo = {.threads = threads};
     k3_model *m = k3_model_load(dir, &lo);
     if (!m) {
@@ -89,7 +90,7 @@ int k3_bench_batch(const char *dir, int threads, int maxB, long P, long N, long 
                dir, omp_get_max_threads(), P, N, runs);
     double warm, cwarm;
     rc = one_run(m, 1, P, N < 4 ? N : 4, &warm, &cwarm);
-    for (int B = 1; !rc && B <= maxB; B = B * 2 > maxB && B < maxB ? maxB : B * 2) {
+    for (int B = only ? maxB : 1; !rc && B <= maxB; B = B * 2 > maxB && B < maxB ? maxB : B * 2) {
         for (long r = 0; !rc && r < runs; r++) rc = one_run(m, B, P, N, &t[r], &ct[r]);
         if (rc) break;
         qsort(t, (size_t)runs, sizeof *t, cmp_double);
@@ -98,7 +99,7 @@ int k3_bench_batch(const char *dir, int threads, int maxB, long P, long N, long 
         double cmed = runs % 2 ? ct[runs / 2] : 0.5 * (ct[runs / 2 - 1] + ct[runs / 2]);
         double agg = (double)B * (double)N / med, per = (double)N / med;
         double cpu = (double)B * (double)N / cmed;
-        if (B == 1) base = agg, cbase = cpu;
+        if (!base) base = agg, cbase = cpu; /* B = 1, or B itself with --batch-only */
         if (json)
             printf("{\"model\":\"%s\",\"threads\":%d,\"batch\":%d,\"prompt\":%ld,\"steps\":%ld,"
                    "\"aggregate_tps\":%.2f,\"per_sequence_tps\":%.2f,\"speedup\":%.3f,"

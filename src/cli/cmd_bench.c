@@ -55,6 +55,8 @@ static void bench_usage(FILE *f) {
                "                share of chosen expert bytes already in RAM\n"
                "  --batch B     with --model: batched decode of 1, 2, 4, ... B sequences (one\n"
                "                k3_forward_batch per step), aggregate and per-sequence tok/s\n"
+               "  --batch-only  with --batch B: only B (profiling one batch size; the ratio\n"
+               "                columns are then 1)\n"
                "  --kernels     matvec (decode) GB/s and matmul (prefill, T tokens, default 64)\n"
                "                GFLOP/s for every weight format, plus memory read bandwidth\n"
                "  --bandwidth   streaming-read bandwidth over a 512 MiB buffer\n"
@@ -67,6 +69,7 @@ typedef struct {
     int kernels, bandwidth, threads, quick, json;
     int bw_over; /* 0 auto, 1 buffer, 2 weight files */
     long T, n, runs, batch;
+    int batch_only; /* --batch-only: just B, not 1, 2, 4, ... B */
     const char *model;
     int no_prefetch;     /* --no-prefetch: plain mmap faults for the experts */
     uint64_t ram_budget; /* --ram-budget: dense part + hot experts locked in RAM */
@@ -123,6 +126,8 @@ static int parse_args(int argc, char **argv, bench_args *a) {
             a->quick = 1;
         } else if (!strcmp(o, "--json")) {
             a->json = 1;
+        } else if (!strcmp(o, "--batch-only")) {
+            a->batch_only = 1;
         } else if (!strcmp(o, "--act-int8")) {
             k3_act_int8_set(1);
         } else if (!strcmp(o, "--no-prefetch")) {
@@ -384,7 +389,8 @@ int cmd_bench(int argc, char **argv) {
     if (a.no_prefetch || a.ram_budget) k3_prefetch_set(!a.no_prefetch, a.ram_budget);
     int rc = 0;
     if (a.model && a.batch > 0)
-        return k3_bench_batch(a.model, a.threads, (int)a.batch, a.T, a.n, a.runs, a.json);
+        return k3_bench_batch(a.model, a.threads, (int)a.batch, a.batch_only, a.T, a.n, a.runs,
+                              a.json);
     if (a.model) rc = run_model(&a);
     if (!rc && a.kernels) rc = run_kernels(&a);
     if (!rc && (a.bandwidth || a.kernels)) rc = run_bandwidth(&a);
