@@ -55,6 +55,12 @@ k3_seq *k3_seq_new(k3_model *m);
 void k3_seq_free(k3_seq *s);
 /* Deep copy of a sequence's caches (prompt cache snapshots). */
 k3_seq *k3_seq_clone(const k3_seq *s);
+/* k3_seq_clone in two halves, so the copy can run on another thread: begin
+ * returns the new sequence (allocated; on follower ranks already a copy, made
+ * in command order), copy then fills it from s. Between the two, neither s nor
+ * the new sequence may be fed or freed; other sequences may. */
+k3_seq *k3_seq_clone_begin(const k3_seq *s);
+void k3_seq_clone_copy(k3_seq *d, const k3_seq *s);
 /* Forget every token (caches back to zero length / zero state). */
 void k3_seq_reset(k3_seq *s);
 /* Number of tokens the sequence has consumed. */

@@ -4,7 +4,11 @@
  * prefix wins, only strict prefixes match, and the byte budget evicts the
  * least recently used; snapshots branch in a trie, a whole prompt stored
  * with logits hits at its full length, a repeat store does not clone again,
- * and scopes (API key + cache_salt) never see each other's snapshots. */
+ * and scopes (API key + cache_salt) never see each other's snapshots.
+ * Copies are made on the cache's copier thread: held there, a snapshot still
+ * being filled is hit by a restore that then gets exactly its state, a
+ * snapshot evicted while copies use it is freed only after them, and a
+ * sequence handed over with insert_take is kept without a copy. */
 #include <stdio.h>
 
 #include "k3.h"
@@ -195,6 +199,128 @@ TEST(scopes_do_not_share) {
     serve_pcache_free(pc);
 }
 
+/* max |a - b| over the vocabulary */
+static double maxdiff(const float *a, const float *b) {
+    double w = 0;
+    for (int i = 0; i < vocab; i++) w = fmax(w, fabs((double)a[i] - b[i]));
+    return w;
+}
+
+/* Logits of h fed ids[m..n), against a fresh sequence fed ids[0..m) then ids[m..n). */
+static double resume_diff(k3_seq *h, const int32_t *ids, int m, int n) {
+    float *a = malloc(sizeof(float) * (size_t)vocab), *b = malloc(sizeof(float) * (size_t)vocab);
+    CHECK(k3_forward(h, ids + m, n - m, a, 0) == 0);
+    k3_seq *r = prefilled(ids, m);
+    CHECK(k3_forward(r, ids + m, n - m, b, 0) == 0);
+    k3_seq_free(r);
+    double w = maxdiff(a, b);
+    free(a);
+    free(b);
+    return w;
+}
+
+TEST(hit_on_a_snapshot_still_being_copied) {
+    enum { N = 24 };
+    int32_t ids[N], junk[4] = {1, 2, 3, 4};
+    ids_for(ids, N, 7);
+    serve_pcache *pc = serve_pcache_new(64u << 20, vocab);
+    serve_pcache_hold(pc, 1); /* the copier starts nothing until released */
+    k3_seq *s = prefilled(ids, 10);
+    serve_pcache_ticket t1, t2, t3;
+    CHECK(serve_pcache_insert_async(pc, KEY, ids, 10, s, NULL, &t1) == 1);
+    CHECK(serve_pcache_copying(pc, &t1));
+    int64_t m = 0;
+    k3_seq *h = serve_pcache_lookup_async(pc, KEY, ids, N, g_lg, &m, &t2);
+    CHECK(h && m == 10 && serve_pcache_copying(pc, &t2), "matched %lld", (long long)m);
+    int64_t m3 = 0;
+    k3_seq *h3 = serve_pcache_lookup_async(pc, KEY, ids, 12, g_lg, &m3, &t3);
+    CHECK(h3 && m3 == 10);
+    /* the caller is not blocked meanwhile: other sequences run */
+    k3_seq *other = prefilled(junk, 4);
+    k3_seq_free(other);
+    serve_pcache_stats st = serve_pcache_get_stats(pc);
+    CHECK(st.hits == 2 && st.copies == 0 && st.snapshots == 1, "hits %llu copies %llu",
+          (unsigned long long)st.hits, (unsigned long long)st.copies);
+    CHECK(serve_pcache_copying(pc, &t1) && serve_pcache_copying(pc, &t2));
+    serve_pcache_hold(pc, 0);
+    serve_pcache_wait(pc, &t1);
+    serve_pcache_wait(pc, &t2);
+    serve_pcache_wait(pc, &t3);
+    CHECK(serve_pcache_get_stats(pc).copies == 3);
+    /* the source goes on after its copy: the snapshot keeps the state at 10 */
+    CHECK(k3_forward(s, junk, 4, NULL, 0) == 0);
+    k3_seq_free(s);
+    CHECK(k3_seq_len(h) == 10 && k3_seq_len(h3) == 10);
+    double w = resume_diff(h, ids, 10, N);
+    CHECK(w == 0, "restore of a snapshot copied later differs by %g", w);
+    w = resume_diff(h3, ids, 10, 12);
+    CHECK(w == 0, "second restore differs by %g", w);
+    k3_seq_free(h);
+    k3_seq_free(h3);
+    serve_pcache_free(pc);
+}
+
+TEST(evicted_while_copied_is_freed_after) {
+    enum { N = 12 };
+    int32_t a[N + 2], b[N];
+    ids_for(a, N + 2, 20);
+    ids_for(b, N, 21);
+    serve_pcache *probe = serve_pcache_new((size_t)1 << 40, vocab);
+    k3_seq *s = prefilled(a, N);
+    serve_pcache_insert(probe, KEY, a, N, s, NULL);
+    size_t one = serve_pcache_get_stats(probe).bytes;
+    serve_pcache_free(probe);
+    serve_pcache *pc = serve_pcache_new(one + one / 2, vocab); /* one snapshot fits */
+    serve_pcache_hold(pc, 1);
+    serve_pcache_ticket ta, tr, tb;
+    CHECK(serve_pcache_insert_async(pc, KEY, a, N, s, NULL, &ta) == 1);
+    int64_t m = 0;
+    k3_seq *h = serve_pcache_lookup_async(pc, KEY, a, N + 2, g_lg, &m, &tr);
+    CHECK(h && m == N);
+    k3_seq *q = prefilled(b, N);
+    CHECK(serve_pcache_insert_async(pc, KEY, b, N, q, NULL, &tb) == 1); /* evicts a's, busy */
+    serve_pcache_stats st = serve_pcache_get_stats(pc);
+    CHECK(st.entries == 1 && st.evictions == 1, "entries %d evictions %llu", st.entries,
+          (unsigned long long)st.evictions);
+    serve_pcache_reap(pc); /* a's snapshot is still filled and read: kept */
+    serve_pcache_hold(pc, 0);
+    serve_pcache_wait(pc, &ta);
+    serve_pcache_wait(pc, &tr);
+    serve_pcache_wait(pc, &tb);
+    serve_pcache_reap(pc); /* now freed (AddressSanitizer: no leak, no use after free) */
+    k3_seq_free(s);
+    k3_seq_free(q);
+    double w = resume_diff(h, a, N, N + 2);
+    CHECK(w == 0, "restore from an evicted snapshot differs by %g", w);
+    k3_seq_free(h);
+    int64_t mm;
+    h = serve_pcache_lookup(pc, KEY, a, N + 2, g_lg, &mm); /* gone from the trie */
+    CHECK(!h && mm == 0);
+    serve_pcache_free(pc);
+}
+
+TEST(insert_take_keeps_the_sequence) {
+    enum { N = 14 };
+    int32_t ids[N + 3];
+    ids_for(ids, N + 3, 30);
+    serve_pcache *pc = serve_pcache_new(64u << 20, vocab);
+    serve_pcache_insert_take(pc, KEY, ids, N, prefilled(ids, N));
+    serve_pcache_insert_take(pc, KEY, ids, N, prefilled(ids, N)); /* same ids: freed */
+    serve_pcache_stats st = serve_pcache_get_stats(pc);
+    CHECK(st.entries == 1 && st.snapshots == 1 && st.copies == 0);
+    int64_t m;
+    k3_seq *h = serve_pcache_lookup(pc, KEY, ids, N + 3, g_lg, &m);
+    CHECK(h && m == N);
+    double w = resume_diff(h, ids, N, N + 3);
+    CHECK(w == 0, "restore of a taken sequence differs by %g", w);
+    k3_seq_free(h);
+    serve_pcache *off = serve_pcache_new(0, vocab); /* cache off: taken and freed */
+    serve_pcache_insert_take(off, KEY, ids, N, prefilled(ids, N));
+    CHECK(serve_pcache_get_stats(off).entries == 0);
+    serve_pcache_free(off);
+    serve_pcache_free(pc);
+}
+
 int main(void) {
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/tiny-bf16", t_fixtures());
@@ -209,6 +335,9 @@ int main(void) {
     RUN(lru_eviction_within_budget);
     RUN(trie_branches_and_whole_prompt_hits);
     RUN(scopes_do_not_share);
+    RUN(hit_on_a_snapshot_still_being_copied);
+    RUN(evicted_while_copied_is_freed_after);
+    RUN(insert_take_keeps_the_sequence);
     free(g_lg);
     k3_model_free(model);
     return t_done();

@@ -194,9 +194,14 @@ static void *dup_floats(const float *p, int64_t cap, int64_t n) {
     return q;
 }
 
-k3_seq *k3_seq_clone(const k3_seq *s) {
-    const k3_config *c = s->m->c;
+k3_seq *k3_seq_clone_begin(const k3_seq *s) {
     k3_seq *d = k3_seq_new(s->m);
+    k3_par_hook_seq_clone(s, d);
+    return d;
+}
+
+void k3_seq_clone_copy(k3_seq *d, const k3_seq *s) {
+    const k3_config *c = s->m->c;
     d->len = s->len;
     int64_t P = kda_P(c), hd = c->kda_head_dim;
     for (int i = 0; i < c->num_hidden_layers; i++) {
@@ -211,7 +216,11 @@ k3_seq *k3_seq_clone(const k3_seq *s) {
         b->n = a->n;
         b->cap = a->cap;
     }
-    k3_par_hook_seq_clone(s, d);
+}
+
+k3_seq *k3_seq_clone(const k3_seq *s) {
+    k3_seq *d = k3_seq_clone_begin(s);
+    k3_seq_clone_copy(d, s);
     return d;
 }
 

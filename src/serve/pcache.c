@@ -3,7 +3,15 @@
  * A node sits at a token depth; the edge from its parent carries the ids in
  * between. Nodes holding a snapshot are also listed in `snaps` (a handful:
  * each is a whole sequence state), whose use counters give the LRU order.
- * Evicting a snapshot prunes the nodes that no longer lead to one. */
+ * Evicting a snapshot prunes the nodes that no longer lead to one.
+ *
+ * Copies run on the cache's copier thread, in FIFO order: a snapshot's fill
+ * (from a live sequence that is not stepped meanwhile) and a restore (a new
+ * sequence filled from a snapshot). FIFO order makes a restore that reads a
+ * snapshot still being filled run after that fill. A snapshot evicted while a
+ * copy reads or fills it is parked until the copy is done and then freed by
+ * the next call from the owning thread (sequences are created and freed there
+ * only: in driver/follower mode that broadcasts a command). */
 #include "serve/pcache.h"
 
 #include <pthread.h>
@@ -13,13 +21,29 @@
 #include "base/mem.h"
 #include "model/model.h"
 
+/* One stored sequence state. Busy while the copier fills it or reads it. */
+typedef struct snap {
+    k3_seq *seq;
+    float *logits; /* the last token's logits, or NULL */
+    int filling;   /* its copy from the live sequence is not made yet */
+    int readers;   /* restores queued that read it */
+    struct snap *next_parked;
+} snap;
+
+typedef struct task {
+    k3_seq *dst;
+    const k3_seq *src;
+    snap *fill, *from; /* insert: the snapshot filled; restore: the one read */
+    serve_pcache_ticket *t;
+    struct task *next;
+} task;
+
 typedef struct node {
     int32_t *lab; /* ids on the edge from the parent */
     int64_t nlab, depth;
     struct node *parent, **kid;
     int nkid, capkid;
-    k3_seq *seq;   /* the snapshot at this depth, or NULL */
-    float *logits; /* with seq: the last token's logits, or NULL */
+    snap *sn; /* the snapshot at this depth, or NULL */
     size_t bytes;
     uint64_t last_use;
     struct scope *sc;
@@ -34,25 +58,137 @@ typedef struct scope {
 
 struct serve_pcache {
     pthread_mutex_t mu; /* guards everything below (stats readers are other threads) */
+    pthread_cond_t work, done;
     scope *scopes;
     node **snaps; /* nodes holding a snapshot */
     int n, cap, vocab;
     uint64_t clock;
     serve_pcache_stats st;
+    task *head, *tail; /* copies to make, FIFO */
+    snap *parked;      /* evicted while busy: freed once idle */
+    int stop, hold, running;
+    pthread_t copier;
+    void (*notify)(void *);
+    void *notify_arg;
 };
+
+static void snap_free(snap *p) {
+    k3_seq_free(p->seq);
+    free(p->logits);
+    free(p);
+}
+
+/* Free the parked snapshots no copy uses any more (the owning thread, under mu). */
+static void reap_locked(serve_pcache *pc) {
+    for (snap **pp = &pc->parked; *pp;) {
+        snap *p = *pp;
+        if (p->filling || p->readers) {
+            pp = &p->next_parked;
+            continue;
+        }
+        *pp = p->next_parked;
+        snap_free(p);
+    }
+}
+
+void serve_pcache_reap(serve_pcache *pc) {
+    pthread_mutex_lock(&pc->mu);
+    reap_locked(pc);
+    pthread_mutex_unlock(&pc->mu);
+}
+
+static void *copier_main(void *arg) {
+    serve_pcache *pc = arg;
+    pthread_mutex_lock(&pc->mu);
+    for (;;) {
+        while (!pc->stop && (!pc->head || pc->hold)) pthread_cond_wait(&pc->work, &pc->mu);
+        if (!pc->head) break; /* stopping, and nothing left to copy */
+        task *k = pc->head;
+        pc->head = k->next;
+        if (!pc->head) pc->tail = NULL;
+        pthread_mutex_unlock(&pc->mu);
+        k3_seq_clone_copy(k->dst, k->src); /* neither side is stepped or freed meanwhile */
+        pthread_mutex_lock(&pc->mu);
+        if (k->fill) k->fill->filling = 0;
+        if (k->from) k->from->readers--;
+        if (k->t) k->t->pending = 0;
+        pc->st.copies++;
+        pthread_cond_broadcast(&pc->done);
+        void (*fn)(void *) = pc->notify;
+        void *fa = pc->notify_arg;
+        pthread_mutex_unlock(&pc->mu);
+        free(k);
+        if (fn) fn(fa);
+        pthread_mutex_lock(&pc->mu);
+    }
+    pthread_mutex_unlock(&pc->mu);
+    return NULL;
+}
 
 serve_pcache *serve_pcache_new(size_t budget_bytes, int vocab) {
     serve_pcache *pc = k3_xcalloc(1, sizeof *pc);
     pthread_mutex_init(&pc->mu, NULL);
+    pthread_cond_init(&pc->work, NULL);
+    pthread_cond_init(&pc->done, NULL);
     pc->st.budget = budget_bytes;
     pc->vocab = vocab;
+    /* without a copier thread (budget 0, or it cannot start) copies are made inline */
+    pc->running = budget_bytes && !pthread_create(&pc->copier, NULL, copier_main, pc);
     return pc;
+}
+
+void serve_pcache_set_notify(serve_pcache *pc, void (*fn)(void *), void *arg) {
+    pthread_mutex_lock(&pc->mu);
+    pc->notify = fn;
+    pc->notify_arg = arg;
+    pthread_mutex_unlock(&pc->mu);
+}
+
+void serve_pcache_hold(serve_pcache *pc, int hold) {
+    pthread_mutex_lock(&pc->mu);
+    pc->hold = hold;
+    pthread_cond_broadcast(&pc->work);
+    pthread_mutex_unlock(&pc->mu);
+}
+
+int serve_pcache_copying(serve_pcache *pc, const serve_pcache_ticket *t) {
+    pthread_mutex_lock(&pc->mu);
+    int p = t->pending;
+    pthread_mutex_unlock(&pc->mu);
+    return p;
+}
+
+void serve_pcache_wait(serve_pcache *pc, const serve_pcache_ticket *t) {
+    pthread_mutex_lock(&pc->mu);
+    while (t->pending) pthread_cond_wait(&pc->done, &pc->mu);
+    pthread_mutex_unlock(&pc->mu);
+}
+
+/* Queue the copy src -> dst (under mu); made inline when there is no copier. */
+static void queue_copy(serve_pcache *pc, k3_seq *dst, const k3_seq *src, snap *fill, snap *from,
+                       serve_pcache_ticket *t) {
+    if (!pc->running) {
+        k3_seq_clone_copy(dst, src);
+        pc->st.copies++;
+        if (t) t->pending = 0;
+        return;
+    }
+    task *k = k3_xcalloc(1, sizeof *k);
+    *k = (task){dst, src, fill, from, t, NULL};
+    if (fill) fill->filling = 1;
+    if (from) from->readers++;
+    if (t) t->pending = 1;
+    if (pc->tail)
+        pc->tail->next = k;
+    else
+        pc->head = k;
+    pc->tail = k;
+    pthread_cond_signal(&pc->work);
 }
 
 static void node_free(node *x) {
     for (int i = 0; i < x->nkid; i++) node_free(x->kid[i]);
-    if (x->seq) k3_seq_free(x->seq);
-    free(x->logits);
+    if (x->sn) snap_free(x->sn); /* only when no copy is left (serve_pcache_free) */
     free(x->kid);
     free(x->lab);
     free(x);
@@ -60,6 +196,13 @@ static void node_free(node *x) {
 
 void serve_pcache_free(serve_pcache *pc) {
     if (!pc) return;
+    pthread_mutex_lock(&pc->mu);
+    pc->stop = 1;
+    pc->hold = 0;
+    pthread_cond_broadcast(&pc->work);
+    pthread_mutex_unlock(&pc->mu);
+    if (pc->running) pthread_join(pc->copier, NULL); /* makes the copies still queued */
+    reap_locked(pc);
     while (pc->scopes) {
         scope *sc = pc->scopes;
         pc->scopes = sc->next;
@@ -69,6 +212,8 @@ void serve_pcache_free(serve_pcache *pc) {
     }
     free(pc->snaps);
     pthread_mutex_destroy(&pc->mu);
+    pthread_cond_destroy(&pc->work);
+    pthread_cond_destroy(&pc->done);
     free(pc);
 }
 
@@ -160,16 +305,19 @@ static node *descend_create(node *x, const int32_t *ids, int64_t n) {
     return x;
 }
 
-k3_seq *serve_pcache_lookup(serve_pcache *pc, const char *key, size_t key_len, const int32_t *ids,
-                            int64_t n, float *logits, int64_t *matched) {
+k3_seq *serve_pcache_lookup_async(serve_pcache *pc, const char *key, size_t key_len,
+                                  const int32_t *ids, int64_t n, float *logits, int64_t *matched,
+                                  serve_pcache_ticket *t) {
     pthread_mutex_lock(&pc->mu);
+    reap_locked(pc);
     pc->st.lookups++;
     *matched = 0;
+    t->pending = 0;
     node *best = NULL, *x = NULL;
     scope *sc = pc->st.budget ? find_scope(pc, key, key_len, 0) : NULL;
     if (sc) x = sc->root;
     while (x) {
-        if (x->seq && (x->depth < n || (x->depth == n && x->logits))) best = x;
+        if (x->sn && (x->depth < n || (x->depth == n && x->sn->logits))) best = x;
         if (x->depth >= n) break;
         node *k = child(x, ids[x->depth]);
         if (!k || x->depth + k->nlab > n ||
@@ -179,18 +327,23 @@ k3_seq *serve_pcache_lookup(serve_pcache *pc, const char *key, size_t key_len, c
     }
     k3_seq *s = NULL;
     if (best) {
-        s = k3_seq_clone(best->seq);
-        if (s) {
-            best->last_use = ++pc->clock;
-            *matched = best->depth;
-            if (best->depth == n) memcpy(logits, best->logits, sizeof(float) * (size_t)pc->vocab);
-            pc->st.hits++;
-            pc->st.tokens_reused += (uint64_t)best->depth;
-        } else {
-            *matched = -1;
-        }
+        s = k3_seq_clone_begin(best->sn->seq);
+        queue_copy(pc, s, best->sn->seq, NULL, best->sn, t);
+        best->last_use = ++pc->clock;
+        *matched = best->depth;
+        if (best->depth == n) memcpy(logits, best->sn->logits, sizeof(float) * (size_t)pc->vocab);
+        pc->st.hits++;
+        pc->st.tokens_reused += (uint64_t)best->depth;
     }
     pthread_mutex_unlock(&pc->mu);
+    return s;
+}
+
+k3_seq *serve_pcache_lookup(serve_pcache *pc, const char *key, size_t key_len, const int32_t *ids,
+                            int64_t n, float *logits, int64_t *matched) {
+    serve_pcache_ticket t;
+    k3_seq *s = serve_pcache_lookup_async(pc, key, key_len, ids, n, logits, matched, &t);
+    serve_pcache_wait(pc, &t);
     return s;
 }
 
@@ -218,19 +371,22 @@ static void unsnap(serve_pcache *pc, node *x) {
         }
     pc->st.bytes -= x->bytes;
     pc->st.entries = pc->n;
-    k3_seq_free(x->seq);
-    free(x->logits);
-    x->seq = NULL;
-    x->logits = NULL;
+    if (x->sn->filling || x->sn->readers) { /* a copy still uses it: park it */
+        x->sn->next_parked = pc->parked;
+        pc->parked = x->sn;
+    } else {
+        snap_free(x->sn);
+    }
+    x->sn = NULL;
     x->bytes = 0;
     scope *sc = x->sc;
-    while (x->parent && !x->seq && !x->nkid) {
+    while (x->parent && !x->sn && !x->nkid) {
         node *p = x->parent;
         remove_kid(p, x);
         node_free(x);
         x = p;
     }
-    if (!sc->root->nkid && !sc->root->seq) drop_scope(pc, sc);
+    if (!sc->root->nkid && !sc->root->sn) drop_scope(pc, sc);
 }
 
 static void evict_to_fit(serve_pcache *pc, size_t need) {
@@ -243,15 +399,23 @@ static void evict_to_fit(serve_pcache *pc, size_t need) {
     }
 }
 
-int serve_pcache_insert(serve_pcache *pc, const char *key, size_t key_len, const int32_t *ids,
-                        int64_t n, const k3_seq *seq, const float *logits) {
-    if (pc->st.budget == 0 || n <= 0) return 0;
+/* Store seq's state at ids[0..n) in scope: a copy filled by the copier
+ * (take = 0; *t pending until then), or seq itself (take = 1: the cache owns
+ * it, or frees it when not kept). */
+static int insert(serve_pcache *pc, const char *key, size_t key_len, const int32_t *ids, int64_t n,
+                  k3_seq *seq, const float *logits, int take, serve_pcache_ticket *t) {
+    if (t) t->pending = 0;
+    if (pc->st.budget == 0 || n <= 0) {
+        if (take) k3_seq_free(seq);
+        return 0;
+    }
     pthread_mutex_lock(&pc->mu);
+    reap_locked(pc);
     scope *sc = find_scope(pc, key, key_len, 0);
     node *old = NULL;
     for (node *x = sc ? sc->root : NULL; x;) { /* an existing snapshot of these ids? */
         if (x->depth == n) {
-            old = x->seq ? x : NULL;
+            old = x->sn ? x : NULL;
             break;
         }
         node *k = child(x, ids[x->depth]);
@@ -260,29 +424,27 @@ int serve_pcache_insert(serve_pcache *pc, const char *key, size_t key_len, const
             break;
         x = k;
     }
-    if (old && (old->logits || !logits)) {
-        old->last_use = ++pc->clock; /* the same state: no second clone */
+    size_t bytes = serve_pcache_seq_bytes(seq) + (size_t)n * sizeof *ids +
+                   (logits ? sizeof(float) * (size_t)pc->vocab : 0);
+    if ((old && (old->sn->logits || !logits)) || bytes > pc->st.budget) {
+        if (old) old->last_use = ++pc->clock; /* the same state: no second copy */
         pthread_mutex_unlock(&pc->mu);
+        if (take) k3_seq_free(seq);
         return 0;
     }
     if (old) unsnap(pc, old); /* replaced by one with logits */
-    pthread_mutex_unlock(&pc->mu);
-    k3_seq *snap = k3_seq_clone(seq); /* the copy happens outside the lock */
-    if (!snap) return -1;
-    size_t bytes = serve_pcache_seq_bytes(snap) + (size_t)n * sizeof *ids +
-                   (logits ? sizeof(float) * (size_t)pc->vocab : 0);
-    pthread_mutex_lock(&pc->mu);
-    if (bytes > pc->st.budget) {
-        pthread_mutex_unlock(&pc->mu);
-        k3_seq_free(snap);
-        return 0;
-    }
     evict_to_fit(pc, bytes);
     node *x = descend_create(find_scope(pc, key, key_len, 1)->root, ids, n);
-    x->seq = snap;
+    x->sn = k3_xcalloc(1, sizeof *x->sn);
+    if (take) {
+        x->sn->seq = seq;
+    } else {
+        x->sn->seq = k3_seq_clone_begin(seq);
+        queue_copy(pc, x->sn->seq, seq, x->sn, NULL, t);
+    }
     if (logits) {
-        x->logits = k3_xmalloc(sizeof(float) * (size_t)pc->vocab);
-        memcpy(x->logits, logits, sizeof(float) * (size_t)pc->vocab);
+        x->sn->logits = k3_xmalloc(sizeof(float) * (size_t)pc->vocab);
+        memcpy(x->sn->logits, logits, sizeof(float) * (size_t)pc->vocab);
     }
     x->bytes = bytes;
     x->last_use = ++pc->clock;
@@ -294,8 +456,28 @@ int serve_pcache_insert(serve_pcache *pc, const char *key, size_t key_len, const
     pc->st.bytes += bytes;
     pc->st.entries = pc->n;
     pc->st.snapshots++;
+    int queued = t && t->pending;
     pthread_mutex_unlock(&pc->mu);
+    return queued;
+}
+
+int serve_pcache_insert_async(serve_pcache *pc, const char *key, size_t key_len, const int32_t *ids,
+                              int64_t n, const k3_seq *seq, const float *logits,
+                              serve_pcache_ticket *t) {
+    return insert(pc, key, key_len, ids, n, (k3_seq *)seq, logits, 0, t);
+}
+
+int serve_pcache_insert(serve_pcache *pc, const char *key, size_t key_len, const int32_t *ids,
+                        int64_t n, const k3_seq *seq, const float *logits) {
+    serve_pcache_ticket t;
+    insert(pc, key, key_len, ids, n, (k3_seq *)seq, logits, 0, &t);
+    serve_pcache_wait(pc, &t);
     return 0;
+}
+
+void serve_pcache_insert_take(serve_pcache *pc, const char *key, size_t key_len, const int32_t *ids,
+                              int64_t n, k3_seq *seq) {
+    insert(pc, key, key_len, ids, n, seq, NULL, 1, NULL);
 }
 
 serve_pcache_stats serve_pcache_get_stats(serve_pcache *pc) {

@@ -19,7 +19,15 @@
  * recurrent state alone is about 434 MB per snapshot; the budget counts that.
  * Memory is bounded by a byte budget; the least recently used snapshots are
  * evicted first. Only the scheduler thread changes the cache; stats are read
- * under its mutex from the HTTP threads. */
+ * under its mutex from the HTTP threads.
+ *
+ * The copies (hundreds of MB per snapshot at real size) are made by the
+ * cache's own copier thread, so the scheduler keeps stepping the other
+ * sequences meanwhile: the _async calls queue the copy and hand back a
+ * ticket, and the sequences involved must not be fed or freed until it is
+ * no longer pending. A restore from a snapshot whose own copy is still queued
+ * is made after it (one thread, FIFO). Sequences are created and freed on the
+ * caller's thread only (in driver/follower mode that sends a command). */
 #ifndef K3_SERVE_PCACHE_H
 #define K3_SERVE_PCACHE_H
 
@@ -37,7 +45,13 @@ typedef struct {
     uint64_t tokens_reused; /* prompt tokens not prefilled thanks to hits */
     uint64_t snapshots;     /* snapshots stored (clones made) */
     int scopes;             /* distinct key + salt scopes holding snapshots */
+    uint64_t copies;        /* sequence copies made (snapshot fills and restores) */
 } serve_pcache_stats;
+
+/* A copy queued for the copier thread: pending until it is made. */
+typedef struct {
+    int pending; /* read with serve_pcache_copying (under the cache's mutex) */
+} serve_pcache_ticket;
 
 /* budget_bytes 0 disables the cache (lookups miss, inserts are dropped).
  * vocab: floats of the logits stored with whole-prompt snapshots. */
@@ -47,18 +61,44 @@ void serve_pcache_free(serve_pcache *pc);
 /* A fresh clone of the deepest snapshot in scope whose ids are a prefix of
  * ids[0..n): of length < n, or exactly n when it was stored with logits (then
  * they are copied to `logits`, [vocab], and the caller feeds nothing).
- * *matched = its length. NULL and *matched = 0 on a miss, or -1 in *matched
- * if cloning failed (k3_errmsg). */
+ * *matched = its length. NULL and *matched = 0 on a miss. Waits for the copy. */
 k3_seq *serve_pcache_lookup(serve_pcache *pc, const char *scope, size_t scope_len,
                             const int32_t *ids, int64_t n, float *logits, int64_t *matched);
+
+/* lookup without waiting: the sequence returned is filled by the copier
+ * thread; it may not be fed or freed while serve_pcache_copying(pc, t). */
+k3_seq *serve_pcache_lookup_async(serve_pcache *pc, const char *scope, size_t scope_len,
+                                  const int32_t *ids, int64_t n, float *logits, int64_t *matched,
+                                  serve_pcache_ticket *t);
 
 /* Store a snapshot (a clone) of seq, which has consumed exactly ids[0..n),
  * in scope; logits (may be NULL) are those of its last token. An existing
  * snapshot of the same ids is only marked used (no clone), unless this one
  * adds logits. Evicts LRU snapshots to fit; one larger than the whole budget
- * is dropped. Returns 0, or -1 if cloning failed. */
+ * is dropped. Waits for the copy. Returns 0. */
 int serve_pcache_insert(serve_pcache *pc, const char *scope, size_t scope_len, const int32_t *ids,
                         int64_t n, const k3_seq *seq, const float *logits);
+/* insert without waiting: returns 1 when a copy of seq was queued (then seq
+ * may not be fed or freed while serve_pcache_copying(pc, t)), else 0. */
+int serve_pcache_insert_async(serve_pcache *pc, const char *scope, size_t scope_len,
+                              const int32_t *ids, int64_t n, const k3_seq *seq, const float *logits,
+                              serve_pcache_ticket *t);
+/* Store seq itself (no copy; no logits): the cache owns it from now on and
+ * frees it if it keeps it not (same ids stored already, or over the budget). */
+void serve_pcache_insert_take(serve_pcache *pc, const char *scope, size_t scope_len,
+                              const int32_t *ids, int64_t n, k3_seq *seq);
+
+/* 1 while the ticket's copy is not made yet. */
+int serve_pcache_copying(serve_pcache *pc, const serve_pcache_ticket *t);
+/* Block until the ticket's copy is made. */
+void serve_pcache_wait(serve_pcache *pc, const serve_pcache_ticket *t);
+/* Called (on the copier thread) after each copy: the scheduler wakes up. */
+void serve_pcache_set_notify(serve_pcache *pc, void (*fn)(void *), void *arg);
+/* Free snapshots evicted while a copy used them, now that none does (the
+ * insert and lookup calls do this too). */
+void serve_pcache_reap(serve_pcache *pc);
+/* Tests: with hold = 1 the copier starts no copy until hold = 0. */
+void serve_pcache_hold(serve_pcache *pc, int hold);
 
 /* Bytes one snapshot of seq costs (its caches at their capacity). */
 size_t serve_pcache_seq_bytes(const k3_seq *seq);

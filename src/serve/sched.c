@@ -8,8 +8,11 @@
  * A chunk also ends at the next snapshot mark (end of a message in the
  * rendered prompt), where the prompt cache takes a snapshot; the whole
  * prompt is stored with its last logits, so an identical repeat prefills
- * nothing. After a turn that ended on a stop token, prompt + answer + stop
- * is stored too. */
+ * nothing. After a turn that ended on a stop token, the stop token rides in
+ * the next step and prompt + answer + stop is stored too (the cache takes
+ * the sequence itself). The prompt cache copies on its own thread: a job
+ * whose sequence is being copied (a snapshot at a mark, or a restore from a
+ * hit) sits out the steps until the copy is made; the others keep going. */
 #include "serve/sched.h"
 
 #include <errno.h>
@@ -43,7 +46,8 @@ struct serve_sched {
     int n_queued, stop;
     serve_job **active; /* worker-private list, in arrival order */
     int n_active;
-    int n_paused; /* jobs left out of this step for backpressure */
+    int n_paused;  /* jobs left out of this step for backpressure */
+    unsigned wake; /* bumped (under mu) when a prompt-cache copy is made */
     serve_sched_stats st;
     unsigned long long seq_no;
     int rr;               /* rotation of the decodes when more than max_batch */
@@ -221,15 +225,6 @@ static int job_start(serve_sched *s, serve_job *j, k3_buf *b) {
     int64_t matched = 0;
     j->logits = k3_alloc(sizeof(float) * (size_t)s->eng->vocab);
     if (!j->logits) return k3_seterr("out of memory");
-    j->seq = serve_pcache_lookup(s->cache, j->cache_scope, j->cache_scope_len, j->prompt,
-                                 j->n_prompt, j->logits, &matched);
-    if (matched < 0) return -1;
-    if (!j->seq) j->seq = k3_seq_new(s->eng->model);
-    if (!j->seq) return -1;
-    j->n_fed = matched;
-    j->usage.cached_tokens = (int)matched;
-    j->usage.prompt_tokens = (int)j->n_prompt;
-    set_marks(s, j, matched);
     j->sampler = make_sampler(&j->req, s->eng->vocab);
     if (!j->sampler) return -1;
     for (int64_t i = 0; i < j->n_prompt; i++) k3_sampler_accept(j->sampler, j->prompt[i]);
@@ -238,19 +233,28 @@ static int job_start(serve_sched *s, serve_job *j, k3_buf *b) {
     pthread_mutex_unlock(&s->mu);
     if (serve_output_init(&j->output, s->eng, &j->req, j->prompt, j->n_prompt, no)) return -1;
     j->output_ready = 1;
+    /* last, as nothing may fail while the copier fills the sequence */
+    j->seq = serve_pcache_lookup_async(s->cache, j->cache_scope, j->cache_scope_len, j->prompt,
+                                       j->n_prompt, j->logits, &matched, &j->copy);
+    if (!j->seq) j->seq = k3_seq_new(s->eng->model);
+    j->n_fed = matched;
+    j->usage.cached_tokens = (int)matched;
+    j->usage.prompt_tokens = (int)j->n_prompt;
+    set_marks(s, j, matched);
     serve_output_begin(&j->output, b);
     return 0;
 }
 
-/* The turn ended on a stop token: feed it and snapshot prompt + answer,
- * which is what the client's next turn renders as history. */
-static void snapshot_turn(serve_sched *s, serve_job *j, int32_t stop_id, const int32_t *gen) {
-    if (!s->o.cache_budget || k3_forward(j->seq, &stop_id, 1, NULL, 0)) return;
+/* The closing step fed the stop token: store prompt + answer + stop, which
+ * is what the client's next turn renders as history. The cache takes the
+ * sequence itself: the job is done with it. */
+static void store_turn(serve_sched *s, serve_job *j) {
     int64_t n = j->n_prompt + j->n_gen;
     int32_t *ids = k3_xmalloc(sizeof *ids * (size_t)n);
     memcpy(ids, j->prompt, sizeof *ids * (size_t)j->n_prompt);
-    memcpy(ids + j->n_prompt, gen, sizeof *ids * (size_t)j->n_gen);
-    serve_pcache_insert(s->cache, j->cache_scope, j->cache_scope_len, ids, n, j->seq, NULL);
+    memcpy(ids + j->n_prompt, j->gen, sizeof *ids * (size_t)j->n_gen);
+    serve_pcache_insert_take(s->cache, j->cache_scope, j->cache_scope_len, ids, n, j->seq);
+    j->seq = NULL;
     free(ids);
 }
 
@@ -281,9 +285,15 @@ static int on_logits(serve_sched *s, serve_job *j, k3_buf *b) {
     j->gen = k3_xrealloc(j->gen, sizeof(int32_t) * (size_t)(j->n_gen + 1));
     j->gen[j->n_gen++] = id;
     if (serve_engine_is_stop(s->eng, id)) {
-        snapshot_turn(s, j, id, j->gen);
         /* closed early to fit max_tokens: the answer was cut, say so */
         int cut = j->constraint && k3_constraint_budget_cut(j->constraint);
+        if (s->o.cache_budget) { /* the stop token rides in the next step (store_turn) */
+            j->closing = 1;
+            j->close_reason = cut ? "length" : "stop";
+            j->pending = id;
+            j->decoding = 1;
+            return 0;
+        }
         job_finish(s, j, cut ? "length" : "stop", b);
         return 1;
     }
@@ -378,6 +388,8 @@ static void prepare(serve_sched *s, int stopping, k3_buf *b) {
         serve_job *j = s->active[i];
         if (!j) continue;
         b->n = 0;
+        j->paused = 1;                                          /* until it is known to take part */
+        if (serve_pcache_copying(s->cache, &j->copy)) continue; /* its seq is being copied */
         if (stopping) serve_job_cancel(j);
         if (job_cancelled(j)) {
             job_cancel_now(s, j, b);
@@ -391,10 +403,12 @@ static void prepare(serve_sched *s, int stopping, k3_buf *b) {
                 continue;
             }
             if (b->n) job_emit(j, b, 0);
-            if (j->n_fed == j->n_prompt && on_logits(s, j, b)) {
-                s->active[i] = NULL;
-                continue;
-            }
+            if (serve_pcache_copying(s->cache, &j->copy)) continue; /* restoring from the cache */
+        }
+        /* the prompt is consumed (its last chunk, or a whole-prompt hit): sample */
+        if (!j->decoding && j->n_fed == j->n_prompt && on_logits(s, j, b)) {
+            s->active[i] = NULL;
+            continue;
         }
         b->n = 0;
         if (job_limits(s, j, b)) s->active[i] = NULL;
@@ -415,7 +429,7 @@ static int build_batch(serve_sched *s) {
     for (int k = 0; k < s->n_active; k++) {
         serve_job *j = s->active[(k + s->rr) % s->n_active];
         if (!j || j->paused || !j->decoding || nb >= dec_b || tokens >= dec_t) continue;
-        s->items[nb] = (k3_batch_item){j->seq, &j->pending, 1, j->logits};
+        s->items[nb] = (k3_batch_item){j->seq, &j->pending, 1, j->closing ? NULL : j->logits};
         s->item_job[nb++] = j;
         tokens++;
     }
@@ -447,15 +461,20 @@ static void after_step(serve_sched *s, int nb, k3_buf *b) {
             stats_add(s, &s->st.prefill_tokens, (uint64_t)n);
             int last = j->n_fed == j->n_prompt;
             if (j->next_mark < j->n_marks && j->marks[j->next_mark] == j->n_fed) {
-                j->next_mark++;
-                if (serve_pcache_insert(s->cache, j->cache_scope, j->cache_scope_len, j->prompt,
-                                        j->n_fed, j->seq, last ? j->logits : NULL))
-                    fprintf(stderr, "k3 serve: prompt cache snapshot skipped: %s\n", k3_errmsg());
+                j->next_mark++; /* copied while the job sits out (prepare) */
+                serve_pcache_insert_async(s->cache, j->cache_scope, j->cache_scope_len, j->prompt,
+                                          j->n_fed, j->seq, last ? j->logits : NULL, &j->copy);
             }
-            if (!last) continue;
-        } else {
-            stats_add(s, &s->st.decode_tokens, 1);
+            continue; /* the last chunk's logits are sampled in prepare */
         }
+        if (j->closing) { /* the stop token is in: store the turn, finish */
+            store_turn(s, j);
+            job_finish(s, j, j->close_reason, b);
+            for (int i = 0; i < s->n_active; i++)
+                if (s->active[i] == j) s->active[i] = NULL;
+            continue;
+        }
+        stats_add(s, &s->st.decode_tokens, 1);
         if (on_logits(s, j, b))
             for (int i = 0; i < s->n_active; i++)
                 if (s->active[i] == j) s->active[i] = NULL;
@@ -472,13 +491,23 @@ static void step_failed(serve_sched *s, int nb, k3_buf *b) {
     }
 }
 
-/* Nothing could be stepped (every job paused for backpressure): sleep until
- * a submission or 5 ms instead of spinning. */
-static void wait_paused(serve_sched *s) {
+/* Nothing could be stepped (every job paused for backpressure or waiting
+ * for a prompt-cache copy): sleep until a submission, a copy made since the
+ * round began (wake0), or 5 ms instead of spinning. */
+static void wait_paused(serve_sched *s, unsigned wake0) {
     struct timespec ts;
     abs_deadline(&ts, 0.005);
     pthread_mutex_lock(&s->mu);
-    if (!s->queue_head && !s->stop) pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+    if (!s->queue_head && s->wake == wake0) pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* The prompt cache made a copy (its copier thread): a job may go on. */
+static void copy_made(void *arg) {
+    serve_sched *s = arg;
+    pthread_mutex_lock(&s->mu);
+    s->wake++;
+    pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -487,6 +516,10 @@ static void *worker_main(void *arg) {
     k3_buf b = {0};
     int stopping = 0;
     while (admit(s, &stopping)) {
+        pthread_mutex_lock(&s->mu);
+        unsigned wake0 = s->wake;
+        pthread_mutex_unlock(&s->mu);
+        serve_pcache_reap(s->cache);
         prepare(s, stopping, &b);
         int nb = build_batch(s);
         if (nb) {
@@ -507,7 +540,7 @@ static void *worker_main(void *arg) {
         pthread_mutex_lock(&s->mu);
         s->st.paused = s->n_paused;
         pthread_mutex_unlock(&s->mu);
-        if (!nb && kept) wait_paused(s); /* every job waits for its reader */
+        if (!nb && kept) wait_paused(s, wake0); /* every job waits (reader or copy) */
     }
     k3_buf_free(&b);
     return NULL;
@@ -529,6 +562,7 @@ serve_sched *serve_sched_new(serve_engine *e, const serve_sched_opts *o) {
     s->cache = serve_pcache_new(o->cache_budget, e->vocab);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    serve_pcache_set_notify(s->cache, copy_made, s);
     if (pthread_create(&s->thread, NULL, worker_main, s)) {
         k3_seterr("cannot start the scheduler thread");
         serve_pcache_free(s->cache);

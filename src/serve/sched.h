@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "serve/output.h"
+#include "serve/pcache.h"
 #include "serve/request.h"
 
 typedef struct serve_sched serve_sched;
@@ -73,6 +74,11 @@ typedef struct serve_job {
     int paused;      /* left out of this step: its stream reader is behind */
     int64_t *marks;  /* prompt positions after which a snapshot is taken (ascending) */
     int n_marks, next_mark;
+    serve_pcache_ticket copy; /* a prompt-cache copy from or into seq: while it is pending
+                                 the job is neither stepped nor finished */
+    int closing;              /* the stop token rides in the next step, then the turn is
+                                 stored in the prompt cache and the job finishes */
+    const char *close_reason;
     struct serve_job *next;
 } serve_job;
 

@@ -143,6 +143,14 @@ async function cacheMode() {
   check("salt_scopes", cached(r6) === 0 && cached(r7) === 0 && cached(r8) === r8.usage.prompt_tokens, [r6.usage, r7.usage, r8.usage]);
   const bad = await chat([sys], { cache_salt: 7 }, key);
   check("salt_type_checked", bad.status === 400 && bad.json.error.param === "cache_salt", bad.json);
+  // the next turn: the first turn's prompt + answer + end of message come from
+  // the cache (stored after the step that fed the stop token)
+  const t1 = [sys, { role: "user", content: "turn one" }];
+  const r9 = await chat(t1, {}, key);
+  const r10 = await chat([...t1, { role: "assistant", content: r9.json.choices[0].message.content },
+                          { role: "user", content: "turn two" }], {}, key);
+  console.log(`  next turn: turn one ${r9.usage.prompt_tokens} + ${r9.usage.completion_tokens}, turn two cached ${cached(r10)} of ${r10.usage.prompt_tokens}`);
+  check("next_turn_reuses_the_answer", cached(r10) === r9.usage.prompt_tokens + r9.usage.completion_tokens, [r9.usage, r10.usage]);
   const hz = await health(key);
   check("scopes_counted", hz.batch.cache_scopes >= 5, hz.batch);
 }
