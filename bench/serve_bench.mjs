@@ -8,8 +8,8 @@
 // first content delta and to its last. Prints one JSON line:
 //   {n, tokens, wall_s, agg_tps, stream_tps_p50, ttft_p50_ms, ttft_p95_ms,
 //    cache_hits, cache_lookups, prefill_tokens, prompt_tokens, errors}
-// Every client has a deadline (60 s + 2 s per token), so a stuck server
-// cannot hang the benchmark.
+// Every client has a deadline (60 s + 2 s per token, or CLIENT_S seconds from
+// the environment for slow models), so a stuck server cannot hang the benchmark.
 const [URL, N, TOK, SYS, ROUND] = process.argv.slice(2).map((v, i) => (i ? Number(v) : v));
 const health = async () => (await fetch(`${URL}/health`)).json();
 const sys = "You are a careful assistant. ".repeat(Math.ceil(SYS / 29)).slice(0, SYS);
@@ -19,7 +19,7 @@ async function client(i) {
   const r = { ttft: null, t_end: null, n: 0, err: null };
   const t0 = performance.now();
   const ctl = new AbortController();
-  const timer = setTimeout(() => ctl.abort(), 60000 + 2000 * TOK);
+  const timer = setTimeout(() => ctl.abort(), Number(process.env.CLIENT_S || 0) * 1000 || 60000 + 2000 * TOK);
   try {
     const res = await fetch(`${URL}/v1/chat/completions`, {
       method: "POST", signal: ctl.signal, headers: { "Content-Type": "application/json" },

@@ -4,6 +4,8 @@
 #   bench/serve_bench.sh MODEL_DIR            N = 1 2 4 8 16, 3 interleaved rounds
 #   NS="1 8" ROUNDS=5 TOKENS=64 SYS=900 THREADS=2 bench/serve_bench.sh DIR
 #   SERVE_ARGS="--max-batch 8" bench/serve_bench.sh DIR   extra server options
+#   CLIENT_S=300 LIMIT=600 ...   per-client deadline (default 60 s + 2 s per
+#                                token) and per-round limit (default 3600 s)
 #
 # Starts `k3 serve --test-mode --threads THREADS` on a free port, warms it up
 # with one request (which also puts the shared system prompt in the prompt
