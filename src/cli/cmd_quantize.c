@@ -1,15 +1,19 @@
 /* cmd_quantize.c — `k3 quantize`: options, then quant/qconvert.c does the conversion.
  *
  * The conversion (HF release -> MLX quantized layout, streamed expert by
- * expert into ~5 GB shards, resumable) is described in quant/qconvert.h. Here:
- * argument parsing, and a check of the result by reloading it with the engine
- * and running one token through it. */
+ * expert into ~5 GB shards, resumable) and the check of its output against
+ * the input (sampled rows re-quantized, headers, checksums) are described in
+ * quant/qconvert.h. Here: argument parsing, and a last check by reloading the
+ * output with the engine and running one token through it with the weight
+ * pages released after every layer (so the check's memory is about one
+ * layer's weights, not the model's). */
 #include "cli/cli.h"
 
 #include "k3.h"
 
 #include "base/err.h"
 #include "base/mem.h"
+#include "model/model.h"
 #include "quant/qconvert.h"
 
 #include <errno.h>
@@ -24,11 +28,13 @@ static void quantize_usage(FILE *f) {
         f,
         "usage: k3 quantize --model IN --out OUT --bits B [--group-size G] [--mode affine|mxfp4]\n"
         "                   [--keep-experts-mxfp4] [--recipe uniform|mixed] [--shard-mb N]\n"
-        "                   [--quantize-router] [--force | --resume]\n"
+        "                   [--quantize-router] [--force | --resume | --check]\n"
         "\n"
-        "Writes an MLX-layout checkpoint (loadable by k3 and mlx-lm) and checks it by\n"
-        "reloading it. Memory stays at a few weight matrices whatever the model size:\n"
-        "stacked experts are quantized and written expert by expert.\n"
+        "Writes an MLX-layout checkpoint (loadable by k3 and mlx-lm) and checks it: sampled\n"
+        "rows of every tensor re-quantized from IN must equal the stored bytes, and the\n"
+        "engine reloads it and runs one token. Memory stays at a few weight matrices\n"
+        "whatever the model size: stacked experts are quantized and written expert by\n"
+        "expert.\n"
         "  --bits B              2, 3, 4, 5, 6 or 8 (affine); ignored for --mode mxfp4\n"
         "  --group-size G        32, 64 (default) or 128\n"
         "  --mode mxfp4          E2M1 codes with E8M0 scales per 32 (MLX mxfp4 mode)\n"
@@ -43,6 +49,8 @@ static void quantize_usage(FILE *f) {
         "  --force               OUT may exist: its shards, index and manifest are removed\n"
         "  --resume              continue an interrupted run into OUT: shards that run\n"
         "                        finished and that verify (OUT/k3-manifest.json) are kept\n"
+        "  --check               only check an existing OUT against IN (give the options\n"
+        "                        it was made with): also every shard's checksum\n"
         "*_res_proj are never quantized. Progress (bytes, ETA) on stderr.\n");
 }
 
@@ -76,6 +84,8 @@ static int parse_args(int argc, char **argv, k3_qconv_opts *a) {
             a->force = 1;
         } else if (!strcmp(o, "--resume")) {
             a->resume = 1;
+        } else if (!strcmp(o, "--check")) {
+            a->check_only = 1;
         } else if (!val) {
             fprintf(stderr,
                     "k3 quantize: unknown or incomplete option '%s' (k3 quantize --help "
@@ -108,8 +118,9 @@ static int parse_args(int argc, char **argv, k3_qconv_opts *a) {
     }
     if (!a->in || !a->out)
         return fprintf(stderr, "k3 quantize: --model and --out are required\n"), -1;
-    if (a->force && a->resume)
-        return fprintf(stderr, "k3 quantize: --force and --resume exclude each other\n"), -1;
+    if (a->force + a->resume + a->check_only > 1)
+        return fprintf(stderr, "k3 quantize: --force, --resume and --check exclude each other\n"),
+               -1;
     if (a->mxfp4) a->bits = 4;
     if (a->bits < 2 || a->bits > 8 || a->bits == 7)
         return fprintf(stderr, "k3 quantize: --bits must be 2, 3, 4, 5, 6 or 8\n"), -1;
@@ -118,10 +129,12 @@ static int parse_args(int argc, char **argv, k3_qconv_opts *a) {
     return 0;
 }
 
-/* Reload the output with the engine and run one token through it. */
+/* Reload the output with the engine and run one token through it, the
+ * weight pages released after every layer. */
 static int validate(const char *dir) {
     k3_model *m = k3_model_load(dir, NULL);
     if (!m) return k3_preferr("reloading %s", dir);
+    m->drop_pages = 1;
     k3_seq *s = k3_seq_new(m);
     float *logits = k3_xmalloc(sizeof(float) * (size_t)k3_model_vocab(m));
     int32_t tok = 1;
@@ -152,14 +165,25 @@ int cmd_quantize(int argc, char **argv) {
         fprintf(stderr, "k3 quantize: %s\n", k3_errmsg());
         return 1;
     }
+    if (o.check_only) {
+        printf("checked %s against %s: %d shard%s (sizes, headers, checksums), %lld tensors, "
+               "%lld rows re-quantized, %.1f MB compared; reloaded, one token run; %.1f s, "
+               "peak RSS %.0f MB\n",
+               o.out, o.in, st.nshards, st.nshards == 1 ? "" : "s", (long long)st.tensors_checked,
+               (long long)st.rows_checked, (double)st.bytes_checked / 1e6, k3_now() - t0,
+               (double)k3_peak_rss() / 1e6);
+        return 0;
+    }
     printf("wrote %s (%s, %d shard%s, %d kept from an earlier run, %.2f GB; routers %s, %.1f MB) "
-           "in %.1f s (conversion %.1f s, peak RSS %.0f MB), checked by reloading\n",
+           "in %.1f s (conversion %.1f s, peak RSS %.0f MB); checked: %lld tensors, %lld rows "
+           "re-quantized, reloaded, one token run; peak RSS %.0f MB\n",
            o.out,
            o.mxfp4   ? "mxfp4"
            : o.mixed ? "mixed affine"
                      : "affine",
            st.nshards, st.nshards == 1 ? "" : "s", st.kept, (double)st.out_bytes / 1e9,
            o.quant_router ? "8-bit" : "in source dtype", (double)st.router_bytes / 1e6,
-           k3_now() - t0, t_conv, (double)rss_conv / 1e6);
+           k3_now() - t0, t_conv, (double)rss_conv / 1e6, (long long)st.tensors_checked,
+           (long long)st.rows_checked, (double)k3_peak_rss() / 1e6);
     return 0;
 }

@@ -50,6 +50,7 @@ struct k3_sts {
     int tty_bar;
     k3_progress bar;
     double t0;
+    int rfd, rshard; /* k3_sts_read: the shard file open for reading (0 = none) */
 };
 
 static char *join(const char *dir, const char *file) {
@@ -111,12 +112,14 @@ k3_sts *k3_sts_new(const char *dir, uint64_t shard_bytes, const char *label) {
     s->shard_bytes = shard_bytes ? shard_bytes : UINT64_MAX;
     s->names = json_object();
     s->fd = -1;
+    s->rfd = -1;
     return s;
 }
 
 void k3_sts_free(k3_sts *s) {
     if (!s) return;
     if (s->fd >= 0) close(s->fd);
+    if (s->rfd >= 0) close(s->rfd);
     for (int i = 0; i < s->n; i++) free(s->t[i].name);
     for (int i = 0; i < s->nshards; i++) free(s->sh[i].header);
     free(s->t);
@@ -449,5 +452,97 @@ int k3_sts_finish(k3_sts *s) {
     for (int i = 0; i < s->n; i++) free(files[i]);
     free(files);
     free(names);
+    return rc;
+}
+
+/* ---- reading back and verifying a finished output ---- */
+
+static int pread_all(int fd, void *buf, size_t n, uint64_t off, const char *path) {
+    for (size_t got = 0; got < n;) {
+        ssize_t r = pread(fd, (uint8_t *)buf + got, n - got, (off_t)(off + got));
+        if (r <= 0)
+            return k3_seterr("%s: %s at byte %llu", path, r < 0 ? strerror(errno) : "truncated",
+                             (unsigned long long)(off + got));
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+int k3_sts_read(k3_sts *s, int tensor, uint64_t off, void *buf, size_t n) {
+    const sts_tensor *t = &s->t[tensor];
+    if (off > t->bytes || n > t->bytes - off)
+        return k3_seterr("%s: tensor %s: read past its %llu bytes", s->dir, t->name,
+                         (unsigned long long)t->bytes);
+    char *name = shard_name(s, t->shard, 0), *path = join(s->dir, name);
+    int rc = 0;
+    if (s->rshard != t->shard) {
+        if (s->rfd >= 0) close(s->rfd);
+        s->rshard = 0;
+        s->rfd = open(path, O_RDONLY);
+        if (s->rfd < 0)
+            rc = k3_seterr("%s: cannot open: %s", path, strerror(errno));
+        else
+            s->rshard = t->shard;
+    }
+    if (!rc) rc = pread_all(s->rfd, buf, n, t->off + off, path);
+    free(name);
+    free(path);
+    return rc;
+}
+
+int k3_sts_verify(k3_sts *s, int full_sums) {
+    json_t *m = NULL, *shards = NULL;
+    char *mpath = join(s->dir, STS_MANIFEST);
+    int rc = 0;
+    if (full_sums) {
+        json_error_t je;
+        m = json_load_file(mpath, 0, &je);
+        const char *plan = json_string_value(json_object_get(m, "plan"));
+        shards = json_object_get(m, "shards");
+        if (!m)
+            rc = k3_seterr("%s: cannot read: %s", mpath, je.text);
+        else if (!plan || strcmp(plan, s->plan) || !json_is_object(shards))
+            rc = k3_seterr("%s: is not the manifest of this conversion (plan %s, expected %s)",
+                           mpath, plan ? plan : "missing", s->plan);
+    }
+    for (int k = 1; !rc && k <= s->nshards; k++) {
+        char *name = shard_name(s, k, 0), *path = join(s->dir, name);
+        const sts_shard *sh = &s->sh[k - 1];
+        struct stat sb;
+        char *hdr = k3_xmalloc(sh->hlen + 8);
+        uint64_t hl = 0;
+        int fd = open(path, O_RDONLY);
+        if (fd < 0 || fstat(fd, &sb))
+            rc = k3_seterr("%s: cannot open: %s", path, strerror(errno));
+        else if ((uint64_t)sb.st_size != sh->size)
+            rc = k3_seterr("%s: %llu bytes, %llu planned", path, (unsigned long long)sb.st_size,
+                           (unsigned long long)sh->size);
+        else if (!(rc = pread_all(fd, hdr, sh->hlen + 8, 0, path))) {
+            for (int b = 0; b < 8; b++) hl |= (uint64_t)(uint8_t)hdr[b] << (8 * b);
+            if (hl != sh->hlen || memcmp(hdr + 8, sh->header, sh->hlen))
+                rc = k3_seterr("%s: the safetensors header differs from the planned one", path);
+        }
+        if (fd >= 0) close(fd);
+        free(hdr);
+        if (!rc && full_sums) {
+            const char *want =
+                json_string_value(json_object_get(json_object_get(shards, name), "sum"));
+            uint64_t sum = 0;
+            char got[17];
+            if (!want)
+                rc = k3_seterr("%s: %s is not listed in %s", s->dir, name, STS_MANIFEST);
+            else if (!(rc = k3_sts_file_sum(path, &sum, NULL))) {
+                snprintf(got, sizeof got, "%016llx", (unsigned long long)sum);
+                if (strcmp(got, want))
+                    rc = k3_seterr("%s: checksum %s, %s recorded when it was written: the file "
+                                   "changed or is corrupt",
+                                   path, got, want);
+            }
+        }
+        free(name);
+        free(path);
+    }
+    json_decref(m);
+    free(mpath);
     return rc;
 }

@@ -67,6 +67,17 @@ int k3_sts_close_shard(k3_sts *s);
 /* All shards done: write the index (several shards). */
 int k3_sts_finish(k3_sts *s);
 
+/* After the layout (and the shards written, by this run or an earlier one):
+ * read n bytes of tensor `tensor` at offset off inside it from its finished
+ * shard file with pread (nothing is mapped). */
+int k3_sts_read(k3_sts *s, int tensor, uint64_t off, void *buf, size_t n);
+/* Check the finished output against this layout without mapping it: every
+ * shard exists with the planned size and the planned header bytes, and, with
+ * full_sums, dir/k3-manifest.json is of this plan and lists every shard with
+ * the checksum of the whole file as it is now on disk (re-read). Errors name
+ * the shard. */
+int k3_sts_verify(k3_sts *s, int full_sums);
+
 /* 64-bit checksum of a file (the one recorded in the manifest). */
 int k3_sts_file_sum(const char *path, uint64_t *sum, uint64_t *size);
 

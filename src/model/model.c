@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static int load_globals(k3_model *m) {
@@ -433,6 +434,15 @@ static void forward_head(const k3_model *m, fwd_bufs *b, float *const *R, int nR
     if (logits) k3_matmul(&m->head, x + first * D, n - first, logits);
 }
 
+/* k3_model.drop_pages: the mapped weight files' pages leave this process
+ * (MADV_DONTNEED on read-only file mappings: the page cache keeps them, a
+ * later access maps them again). */
+static void drop_weight_pages(const k3_model *m) {
+    const k3_st *st = m->ck.st;
+    for (int i = 0; st && i < st->nfiles; i++)
+        if (st->files[i].map) madvise(st->files[i].map, st->files[i].size, MADV_DONTNEED);
+}
+
 /* One pass over the sequences of fs (n rows in all). The head: as in
  * forward_head. */
 static int forward_ws(const k3_model *m, const fwd_seqs *fs, const int32_t *tokens, int64_t n,
@@ -447,11 +457,14 @@ static int forward_ws(const k3_model *m, const fwd_seqs *fs, const int32_t *toke
     else
         rc = k3_pp_recv(m, n, b.x, R, &nR); /* its blocks are heap copies: freed below */
     nrecv = rc ? 0 : nR;
-    for (int i = m->layer0; !rc && i < m->layer1; i++)
+    for (int i = m->layer0; !rc && i < m->layer1; i++) {
         rc = run_layer(m, fs, i, &b, n, R, &nR, path, ws);
+        if (m->drop_pages) drop_weight_pages(m);
+    }
     int last = m->layer1 == c->num_hidden_layers;
     if (!rc && !last) rc = k3_pp_send(m, n, b.x, R, nR); /* earlier stage: hand on, no logits */
     if (!rc && last) forward_head(m, &b, R, nR, n, logits, all, rows, out, nrows);
+    if (m->drop_pages) drop_weight_pages(m);
     for (int j = 0; j < nrecv; j++) free(R[j]);
     for (int s = 0; !rc && s < fs->n; s++) fs->seq[s]->len += fs->off[s + 1] - fs->off[s];
     return rc;

@@ -121,6 +121,8 @@ struct k3_model {
     uint64_t weight_bytes, active_bytes;
     k3_workspace ws;    /* the forward pass's buffers (model.c) */
     atomic_int ws_busy; /* 1 while a pass uses ws; a concurrent pass makes its own */
+    int drop_pages;     /* 1: after each layer and the head, unmap the weight pages from this
+                           process (page cache kept): bounded RSS, e.g. k3 quantize's check */
 };
 
 typedef struct {

@@ -9,6 +9,7 @@
  *            time (one expert matrix, or <= 16 MB of rows), quantized, and
  *            pwritten at their offsets; consumed input pages are dropped. */
 #include "quant/qconvert.h"
+#include "quant/qconvert_impl.h"
 
 #include "base/err.h"
 #include "base/mem.h"
@@ -28,35 +29,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-enum { J_LIN, J_RAW, J_F32 };
-enum { X_PLAIN, X_CAT, X_EMBQ, X_UNEMB, X_EXPERTS };
-
-typedef struct {
-    int kind, xf;
-    char module[256];
-    int nd;
-    int64_t shape[3], rows, cols; /* logical f32 shape; rows = product of all but the last */
-    k3_dtype keep_dt;             /* dtype when not quantized */
-    int bits, group, mx;          /* bits 0 = stored as keep_dt */
-    int nsrc;
-    const k3_tensor **src, **src2; /* experts: per-expert weight (or packed) / MXFP4 scales */
-    int64_t nope, vd;              /* MLA */
-    float *vals;                   /* J_F32 */
-    int out[3], nout;
-} qjob;
-
-typedef struct {
-    const k3_qconv_opts *o;
-    k3_config cfg;
-    k3_st *st;
-    uint8_t *used;
-    json_t *quant;
-    k3_sts *w;
-    qjob *j;
-    int nj, capj;
-    k3_qconv_stats *stats;
-} qc;
 
 /* ---- small helpers ---- */
 
@@ -84,7 +56,7 @@ static void span_f32(const k3_tensor *t, int64_t i0, int64_t n, float *o) {
  * the kernel maps neighbouring cached pages on a fault (fault-around), which
  * would otherwise stay resident until the end. The mapping is read-only, so a
  * dropped page still needed is simply read again. */
-static void drop_inputs(const k3_st *st) {
+void k3_qc_drop_inputs(const k3_st *st) {
     for (int i = 0; i < st->nfiles; i++)
         if (st->files[i].map) madvise(st->files[i].map, st->files[i].size, MADV_DONTNEED);
 }
@@ -431,7 +403,7 @@ static int plan(qc *q) {
 /* ---- producing ---- */
 
 /* Rows [r0, r0+n) of a Linear job as f32. */
-static void job_rows(const qjob *j, int64_t r0, int64_t n, float *o) {
+void k3_qc_job_rows(const qjob *j, int64_t r0, int64_t n, float *o) {
     const int64_t C = j->cols;
     for (int64_t r = r0; r < r0 + n; r++, o += C) {
         switch (j->xf) {
@@ -470,8 +442,26 @@ static void job_rows(const qjob *j, int64_t r0, int64_t n, float *o) {
     }
 }
 
+void k3_qc_store(const float *f, int64_t n, k3_dtype dt, uint8_t *out) {
+    for (int64_t i = 0; i < n; i++) {
+        if (dt == K3_DT_F32) {
+            memcpy(out + 4 * i, &f[i], 4);
+        } else {
+            uint16_t h = dt == K3_DT_F16 ? k3_f32_to_f16(f[i]) : k3_f32_to_bf16(f[i]);
+            memcpy(out + 2 * i, &h, 2);
+        }
+    }
+}
+
+int k3_qc_quantize(const qjob *j, const float *f, int64_t n, uint8_t *codes, uint8_t *sc,
+                   uint8_t *bi) {
+    return j->mx ? k3_quantize_mxfp4(f, n, j->cols, codes, sc)
+                 : k3_quantize_affine(f, n, j->cols, j->bits, j->group, K3_W_BF16, codes, sc, bi);
+}
+
 static int run_linear(qc *q, const qjob *j) {
     const int64_t C = j->cols;
+    const char *fault = getenv("K3_QCONV_FAULT"); /* test hook: see qconvert.h */
     int64_t chunk = j->xf == X_EXPERTS ? j->shape[1] : (int64_t)(4u << 20) / C;
     if (chunk < 1) chunk = 1;
     size_t cb = j->bits ? (j->mx ? (size_t)C / 2 : k3_affine_row_bytes(C, j->bits))
@@ -488,28 +478,20 @@ static int run_linear(qc *q, const qjob *j) {
             will_need(j->src[r0 / chunk + 1]);
             if (j->src2[r0 / chunk + 1]) will_need(j->src2[r0 / chunk + 1]);
         }
-        job_rows(j, r0, n, f);
+        k3_qc_job_rows(j, r0, n, f);
         if (!j->bits) {
             size_t es = k3_dtype_size(j->keep_dt);
-            for (int64_t i = 0; i < n * C; i++) {
-                if (j->keep_dt == K3_DT_F32)
-                    memcpy(codes + 4 * i, &f[i], 4);
-                else {
-                    uint16_t h =
-                        j->keep_dt == K3_DT_F16 ? k3_f32_to_f16(f[i]) : k3_f32_to_bf16(f[i]);
-                    memcpy(codes + 2 * i, &h, 2);
-                }
-            }
+            k3_qc_store(f, n * C, j->keep_dt, codes);
             rc = k3_sts_write(q->w, j->out[0], (uint64_t)r0 * C * es, codes, (size_t)(n * C) * es);
         } else {
-            rc = j->mx ? k3_quantize_mxfp4(f, n, C, codes, sc)
-                       : k3_quantize_affine(f, n, C, j->bits, j->group, K3_W_BF16, codes, sc, bi);
+            rc = k3_qc_quantize(j, f, n, codes, sc, bi);
+            if (!rc && r0 == 0 && fault && !strcmp(fault, j->module)) codes[0] ^= 1;
             if (!rc) rc = k3_sts_write(q->w, j->out[0], (uint64_t)r0 * cb, codes, cb * (size_t)n);
             if (!rc) rc = k3_sts_write(q->w, j->out[1], (uint64_t)r0 * sb, sc, sb * (size_t)n);
             if (!rc && bi)
                 rc = k3_sts_write(q->w, j->out[2], (uint64_t)r0 * sb, bi, sb * (size_t)n);
         }
-        drop_inputs(q->st);
+        k3_qc_drop_inputs(q->st);
     }
     free(f);
     free(codes);
@@ -528,7 +510,7 @@ static int copy_srcs(qc *q, int out, const k3_tensor **srcs, int n) {
         for (size_t o = 0; o < t->bytes; o += piece) {
             size_t m = t->bytes - o < piece ? t->bytes - o : piece;
             if (k3_sts_write(q->w, out, off + o, t->data + o, m)) return -1;
-            drop_inputs(q->st);
+            k3_qc_drop_inputs(q->st);
         }
         off += t->bytes;
     }
@@ -663,7 +645,7 @@ static int convert(qc *q) {
             return k3_seterr("%s: %s: the input is already MLX-quantized; quantize from a "
                              "bf16/f32/MXFP4 checkpoint",
                              q->st->t[i].file, q->st->t[i].name);
-    if (prepare_out(o)) return -1;
+    if (!o->check_only && prepare_out(o)) return -1;
     q->used = k3_xcalloc((size_t)q->st->n + 1, 1);
     q->quant = json_object();
     q->w = k3_sts_new(o->out, o->shard_bytes, "k3 quantize");
@@ -672,11 +654,12 @@ static int convert(qc *q) {
     int rc = k3_sts_layout(q->w, fp);
     free(fp);
     if (rc) return -1;
+    q->stats->nshards = k3_sts_nshards(q->w);
+    q->stats->out_bytes = k3_sts_total_bytes(q->w);
+    if (o->check_only) return k3_qc_verify(q, 1);
     int kept = 0;
     if (o->resume && k3_sts_resume(q->w, &kept)) return -1;
-    q->stats->nshards = k3_sts_nshards(q->w);
     q->stats->kept = kept;
-    q->stats->out_bytes = k3_sts_total_bytes(q->w);
     k3_sts_progress(q->w, o->progress);
     for (int k = 1; k <= k3_sts_nshards(q->w); k++) {
         if (k3_sts_shard_done(q->w, k)) continue;
@@ -687,7 +670,8 @@ static int convert(qc *q) {
         if (k3_sts_close_shard(q->w)) return -1;
     }
     if (k3_sts_finish(q->w)) return -1;
-    return write_config(q) || copy_side_files(o) ? -1 : 0;
+    if (write_config(q) || copy_side_files(o)) return -1;
+    return k3_qc_verify(q, 0);
 }
 
 int k3_qconvert(const k3_qconv_opts *o, k3_qconv_stats *stats) {

@@ -23,7 +23,24 @@
  * previous run of the same plan finished and that still verify are kept).
  *
  * Recipes: uniform = every Linear at bits; mixed = routed experts at bits,
- * embed_tokens / lm_head at 6 bits, every other Linear at max(bits, 4). */
+ * embed_tokens / lm_head at 6 bits, every other Linear at max(bits, 4).
+ *
+ * Check (quant/qverify.c), after every conversion and alone with check_only:
+ * the output is re-planned from the input and read back with pread (nothing
+ * of it is mapped, so memory stays bounded): every shard has the planned size
+ * and header bytes; every tensor the plan declares is compared with the input
+ * on sampled rows: per Linear its first and last row, one row per expert of
+ * a stacked expert tensor, and 6 more rows chosen by a fixed hash, each
+ * rebuilt from the input and re-quantized, must equal the stored codes,
+ * scales and biases byte for byte (the quantizers are deterministic, so a
+ * wrong row, transform, offset or recipe shows up as a difference); raw copies
+ * are compared at their start, middle and end; small f32 vectors in full.
+ * check_only also re-reads every shard and compares its checksum with
+ * OUT/k3-manifest.json (a flipped byte anywhere is found).
+ *
+ * Test hook: K3_QCONV_FAULT=module makes the conversion flip one bit of that
+ * module's first code word as written (a conversion bug the checksums cannot
+ * see: the check must report the module). */
 #ifndef K3_IO_QCONVERT_H
 #define K3_IO_QCONVERT_H
 
@@ -38,7 +55,8 @@ typedef struct k3_qconv_opts {
     int quant_router;     /* routers 8-bit group 64 instead of their source dtype */
     uint64_t shard_bytes; /* 0 = one shard */
     int force, resume;
-    int progress; /* progress bar on stderr (per-shard lines are always printed) */
+    int check_only; /* only check an existing out against in (with whole-file checksums) */
+    int progress;   /* progress bar on stderr (per-shard lines are always printed) */
 } k3_qconv_opts;
 
 /* Summary of a finished conversion. */
@@ -47,6 +65,9 @@ typedef struct k3_qconv_stats {
     uint64_t out_bytes;       /* tensor data bytes of the output */
     uint64_t router_bytes;    /* bytes the routers take in the output */
     uint64_t router_q8_bytes; /* what they would take at 8-bit group 64 */
+    int64_t tensors_checked;  /* by the check: output tensors compared with the input */
+    int64_t rows_checked;     /* Linear rows re-quantized and compared */
+    uint64_t bytes_checked;   /* output bytes compared */
 } k3_qconv_stats;
 
 /* Convert o->in into o->out. 0, or -1 + k3_errmsg(). */
