@@ -316,15 +316,21 @@ TEST(large_threaded_vs_ref) {
     free_mat(&b);
 }
 
-/* The per-token result of k3_matmul does not depend on T (prefill in chunks
- * gives the same numbers as one big prefill). */
+/* The per-token result of k3_matmul does not depend on T within a kernel
+ * class (prefill in chunks gives the same numbers as one big prefill when
+ * every chunk has more than 8 tokens; on AVX-512, 2..8-token products take
+ * the few-token kernel, whose results differ from the panel tile's in
+ * rounding only, checked against the reference above). */
 TEST(matmul_rows_independent_of_T) {
     owned_mat a = make_mat(K3_W_AFFINE, 40, 256, 5, 128, K3_W_F16);
-    float X[11 * 256], Y11[11 * 40], Y3[3 * 40];
-    for (int i = 0; i < 11 * 256; i++) X[i] = (float)t_rand();
-    k3_matmul(&a.w, X, 11, Y11);
-    k3_matmul(&a.w, X + 8 * 256, 3, Y3);
-    CHECK(memcmp(Y11 + 8 * 40, Y3, sizeof Y3) == 0);
+    float X[20 * 256], Y20[20 * 40], Y9[9 * 40], Y7[7 * 40], Y3[3 * 40];
+    for (int i = 0; i < 20 * 256; i++) X[i] = (float)t_rand();
+    k3_matmul(&a.w, X, 20, Y20);
+    k3_matmul(&a.w, X + 11 * 256, 9, Y9);
+    CHECK(memcmp(Y20 + 11 * 40, Y9, sizeof Y9) == 0);
+    k3_matmul(&a.w, X, 7, Y7);
+    k3_matmul(&a.w, X + 4 * 256, 3, Y3);
+    CHECK(memcmp(Y7 + 4 * 40, Y3, sizeof Y3) == 0);
     free_mat(&a);
 }
 
@@ -396,7 +402,8 @@ static int avx512_tile_same_bits(const k3_wmat *W, int64_t T) {
 
 TEST(matmul_avx512_bitwise_avx2) {
     const int64_t rows[] = {1, 7, 9, 31, 33, 45, 70, 129};
-    const int64_t toks[] = {2, 5, 11, 12, 13, 25, 64};
+    /* above 8 (MXFP4: 16): fewer tokens take the few-token kernel (few_avx512_rows) */
+    const int64_t toks[] = {9, 17, 11, 12, 13, 25, 64};
     const int bits[] = {2, 3, 4, 5, 6, 8};
     for (int i = 0; i < 8; i++) {
         int64_t R = rows[i], T = toks[i % 7];
@@ -408,7 +415,7 @@ TEST(matmul_avx512_bitwise_avx2) {
             free_mat(&m);
         }
         owned_mat x = make_mat(K3_W_MXFP4, R, 32 * (1 + i), 4, 32, K3_W_F32);
-        CHECK(avx512_tile_same_bits(&x.w, T + 1), "mxfp4 R=%lld", (long long)R);
+        CHECK(avx512_tile_same_bits(&x.w, T + 16), "mxfp4 R=%lld", (long long)R);
         free_mat(&x);
         int g = 32 << (i % 3);
         owned_mat a =
@@ -422,6 +429,68 @@ TEST(matmul_avx512_bitwise_avx2) {
     owned_mat q = make_mat(K3_W_AFFINE, 301, 512, 4, 64, K3_W_BF16);
     CHECK(avx512_tile_same_bits(&q.w, 29), "affine4 301x512 T=29");
     free_mat(&q);
+}
+
+/* AVX-512 products of 2..8 tokens (MXFP4: 16; batched decode) read the weights in
+ * place (matmul_few_avx512.c): within the bound of every format (the
+ * checks above), and here bitwise: k3_matmul == k3_matmul_few for the same
+ * T, each token equal to a one-token call, a row slice equal to those rows
+ * of the whole, 1 and 2 threads, on shapes large enough to be threaded
+ * with row and K tails (K % 16 != 0 for the float formats). */
+static void few_rows_same_bits(const char *what, const k3_wmat *W, int64_t maxT) {
+    const int64_t R = W->rows, K = W->cols;
+    float *X = malloc(sizeof(float) * (size_t)(16 * K));
+    float *A = malloc(sizeof(float) * (size_t)(16 * R)),
+          *B = malloc(sizeof(float) * (size_t)(16 * R));
+    float *C = malloc(sizeof(float) * (size_t)(16 * R));
+    for (int64_t i = 0; i < 16 * K; i++) X[i] = (float)t_rand();
+    const int64_t r0 = 13, nr = R - 13 - 7;
+    k3_wmat v = k3_wmat_rows(W, r0, nr);
+    for (int64_t T = 2; T <= maxT; T++) {
+        k3_matmul_few(W, X, T, A);
+        for (int th = 1; th <= 2; th++) {
+            omp_set_num_threads(th);
+            k3_matmul(W, X, T, B);
+            CHECK(memcmp(A, B, sizeof(float) * (size_t)(T * R)) == 0,
+                  "%s R=%lld K=%lld T=%lld threads %d: k3_matmul differs from k3_matmul_few", what,
+                  (long long)R, (long long)K, (long long)T, th);
+        }
+        k3_matmul(&v, X, T, C);
+        int same = 1;
+        for (int64_t t = 0; t < T; t++) {
+            same &= memcmp(C + t * nr, A + t * R + r0, sizeof(float) * (size_t)nr) == 0;
+            k3_matmul_few(W, X + t * K, 1, B);
+            same &= memcmp(B, A + t * R, sizeof(float) * (size_t)R) == 0;
+        }
+        CHECK(same, "%s R=%lld K=%lld T=%lld: a row slice or a single token differs", what,
+              (long long)R, (long long)K, (long long)T);
+        n_compared++;
+    }
+    free(X);
+    free(A);
+    free(B);
+    free(C);
+}
+
+TEST(few_avx512_rows) {
+    k3_kernels_set_mode(K3_KERNELS_AVX512);
+    const k3_wfmt ff[] = {K3_W_F32, K3_W_F16, K3_W_BF16};
+    for (int f = 0; f < 3; f++) {
+        owned_mat m = make_mat(ff[f], 203, 301 + 2 * f, 0, 0, K3_W_F32);
+        few_rows_same_bits(k3_wfmt_name(ff[f]), &m.w, 8);
+        free_mat(&m);
+    }
+    owned_mat x = make_mat(K3_W_MXFP4, 157, 352, 4, 32, K3_W_F32);
+    few_rows_same_bits("mxfp4", &x.w, 16);
+    free_mat(&x);
+    const int bits[] = {2, 3, 4, 5, 6, 8};
+    for (int b = 0; b < 6; b++) {
+        int g = 32 << (b % 3);
+        owned_mat a = make_mat(K3_W_AFFINE, 131, 3 * 128, bits[b], g, b % 2 ? K3_W_BF16 : K3_W_F16);
+        few_rows_same_bits("affine", &a.w, 8);
+        free_mat(&a);
+    }
+    k3_kernels_set_mode(K3_KERNELS_AUTO);
 }
 
 /* The AVX2-only family (what CI machines without AVX-512 run), forced. */
@@ -452,6 +521,7 @@ int main(void) {
     RUN(ref_mode_is_reachable);
     if (k3_cpu_has_avx512()) RUN(avx2_only_mode);
     if (k3_cpu_has_avx512()) RUN(matmul_avx512_bitwise_avx2);
+    if (k3_cpu_has_avx512()) RUN(few_avx512_rows);
     printf("  (%d products compared)\n", n_compared);
     return t_done();
 }

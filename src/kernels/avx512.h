@@ -22,5 +22,13 @@ void k3_matvec_mxfp4_avx512(const k3_wmat *W, const float *x, float *y);
 /* The prefill tile in 16-lane registers (matmul_avx512.c): every format the
  * AVX2 kernels support (same decoder), bitwise equal to k3_matmul_avx2. */
 void k3_matmul_avx512(const k3_wmat *W, const float *X, int64_t T, float *Y);
+/* The few-token product (matmul_few_avx512.c): weights read in place, no
+ * panel; token t's result depends on W's row and X's token t alone (not on
+ * T, the row range or threads). Serial. Any T; meant for T <= 16. */
+int k3_few_avx512_supports(const k3_wmat *W);
+void k3_matmul_few_avx512(const k3_wmat *W, const float *X, int64_t T, float *Y);
+/* Rows [r0, r1) of Y [T, W->rows] only (a thread's share). */
+void k3_matmul_few_rows_avx512(const k3_wmat *W, int64_t r0, int64_t r1, const float *X, int64_t T,
+                               float *Y);
 
 #endif

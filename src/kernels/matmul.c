@@ -44,6 +44,31 @@ void k3_matvec(const k3_wmat *W, const float *x, float *y) {
         k3_matvec_ref(W, x, y);
 }
 
+/* 2..8 tokens (batched decode; MXFP4 up to 16) on AVX-512: the few-token
+ * kernel, which reads the weights in place instead of packing panels (the
+ * panel tile wins above that: `k3 bench --kernels -p T`), rows split
+ * over the threads in blocks of FEW_ROWS (dynamic: a preempted thread's
+ * blocks go to the other; each row's result does not depend on the split). */
+#define K3_FEW_TOKENS 8
+#define K3_FEW_TOKENS_MXFP4 16
+#define FEW_ROWS 64
+
+static int use_few_avx512(const k3_wmat *W) {
+    return k3_kernels_active() == K3_KERNELS_AVX512 && k3_few_avx512_supports(W);
+}
+
+static void matmul_few_threaded(const k3_wmat *W, const float *X, int64_t T, float *Y) {
+    const int64_t R = W->rows, nb = (R + FEW_ROWS - 1) / FEW_ROWS;
+    if (nb == 1 || R * W->cols * T < 65536 || k3_kernels_serial()) {
+        k3_matmul_few_avx512(W, X, T, Y);
+        return;
+    }
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t b = 0; b < nb; b++)
+        k3_matmul_few_rows_avx512(
+            W, b * FEW_ROWS, b * FEW_ROWS + FEW_ROWS < R ? b * FEW_ROWS + FEW_ROWS : R, X, T, Y);
+}
+
 void k3_matmul(const k3_wmat *W, const float *X, int64_t T, float *Y) {
     if (W->rows <= 0 || T <= 0) return;
     if (!use_avx2(W)) {
@@ -52,6 +77,9 @@ void k3_matmul(const k3_wmat *W, const float *X, int64_t T, float *Y) {
     }
     if (T == 1)
         matvec_fast(W, X, Y);
+    else if ((T <= K3_FEW_TOKENS || (T <= K3_FEW_TOKENS_MXFP4 && W->fmt == K3_W_MXFP4)) &&
+             use_few_avx512(W))
+        matmul_few_threaded(W, X, T, Y);
     else if (k3_kernels_active() == K3_KERNELS_AVX512)
         k3_matmul_avx512(W, X, T, Y);
     else
@@ -75,7 +103,9 @@ void k3_matmul_serial(const k3_wmat *W, const float *X, int64_t T, float *Y) {
 void k3_matmul_few(const k3_wmat *W, const float *X, int64_t T, float *Y) {
     if (W->rows <= 0 || T <= 0) return;
     serial_depth++;
-    if (use_avx2(W))
+    if (use_avx2(W) && use_few_avx512(W))
+        k3_matmul_few_avx512(W, X, T, Y);
+    else if (use_avx2(W))
         k3_matmul_few_avx2(W, X, T, Y);
     else
         k3_matmul_ref(W, X, T, Y);

@@ -1,0 +1,212 @@
+/* matmul_few_avx512.c — AVX-512 few-token product (2..16 tokens: batched
+ * decode, and the routed experts of a prefill, a handful of tokens each).
+ *
+ * The prefill tile (matmul_avx512.c) first packs every weight into a k-major
+ * panel; with a handful of tokens the packing costs more than the FMAs. Here
+ * the weights are read in place: a block of RB rows x TB tokens (RB*TB <= 16)
+ * keeps one 16-lane accumulator per (row, token); per step of 16 columns the
+ * RB rows are decoded to f32 in registers (the same floats as the panel
+ * decoders: bf16 widening, f16 conversion, MXFP4 2*E2M1 x half-scale, affine
+ * fma(code, scale, bias)) and each is multiplied with the TB token vectors.
+ * The 16 accumulators are then summed lane-wise by one transposing tree (the
+ * same tree for every accumulator) into one vector whose lane i is output i.
+ *
+ * Per output the arithmetic is fixed by K alone: lane l accumulates columns
+ * l, l+16, l+32, ... in order from zero (a zero-masked tail past K), then the
+ * lanes are summed ((0+2)+(1+3)) within each 4-lane chunk and the chunks
+ * ((0+1)+(2+3)). So token t's result does not depend on T, on the block
+ * shape, on row slices or on threads (tests/test_kernels_matmul.c). It
+ * differs from the one-token matvec and from the panel tile in rounding only. */
+#include "kernels/avx512.h"
+#include "kernels/avx2.h"
+#include "kernels/avx2_decode.h"
+#include "quant/dtype.h"
+
+#include <immintrin.h>
+#include <omp.h>
+
+#define K3_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+#define K3_AVX512_INLINE                                                                           \
+    static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx2,fma,"       \
+                                                       "f16c")))
+
+/* Format kinds the block kernel is instantiated for. */
+enum { F_F32, F_F16, F_BF16, F_MXFP4, F_AFF8, F_AFFX };
+
+/* 16 weights of row r from column c (c % 16 == 0) as f32; lanes >= n are 0
+ * (n < 16 only for the float formats' last step). */
+K3_AVX512_INLINE __m512 dec16(const k3_wmat *W, int64_t r, int64_t c, int n, int kind) {
+    const uint8_t *row = W->data + (size_t)r * W->row_stride;
+    const __mmask16 m = n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
+    if (kind == F_F32) return _mm512_maskz_loadu_ps(m, row + 4 * c);
+    if (kind == F_F16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row + 2 * c));
+    if (kind == F_BF16)
+        return _mm512_castsi512_ps(
+            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, row + 2 * c)), 16));
+    if (kind == F_MXFP4) {
+        const __m128i lut = _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
+        const __m128i m15 = _mm_set1_epi8(15);
+        __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)(row + c / 2));
+        __m128i lo = _mm_shuffle_epi8(lut, _mm_and_si128(b, m15));
+        __m128i hi = _mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(b, 4), m15));
+        __m512 w = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_unpacklo_epi8(lo, hi)));
+        const uint8_t *sc = W->scales + (size_t)r * W->scale_stride;
+        return _mm512_mul_ps(w, _mm512_set1_ps(k3_mxfp4_half_scale(sc[c / 32])));
+    }
+    /* affine: the group holds all 16 columns (group >= 32) */
+    const int64_t g = c / W->group;
+    const __m512 s =
+        _mm512_set1_ps(k3_wmat_elt(W->scale_fmt, W->scales + (size_t)r * W->scale_stride, g));
+    const __m512 bi =
+        _mm512_set1_ps(k3_wmat_elt(W->scale_fmt, W->biases + (size_t)r * W->bias_stride, g));
+    __m512 q;
+    if (kind == F_AFF8) {
+        q = _mm512_cvtepi32_ps(
+            _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(row + c))));
+    } else {
+        __m256 q0 = k3_dec8_codes(row, c, W->bits), q1 = k3_dec8_codes(row, c + 8, W->bits);
+        q = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(q0)),
+                                                _mm256_castps_pd(q1), 1));
+    }
+    return _mm512_fmadd_ps(q, s, bi);
+}
+
+/* Sum of each of a[0..16) over its 16 lanes into lane i of the result, by
+ * the same tree for every i (see the top of the file). */
+K3_AVX512_INLINE __m512 reduce16(const __m512 *a) {
+    __m512 s[8], u[4];
+    _Pragma("GCC unroll 16")
+    for (int p = 0; p < 8; p++)
+        s[p] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * p], a[2 * p + 1]),
+                             _mm512_unpackhi_ps(a[2 * p], a[2 * p + 1]));
+    _Pragma("GCC unroll 16")
+    for (int q = 0; q < 4; q++) {
+        __m512d lo = _mm512_castps_pd(s[2 * q]), hi = _mm512_castps_pd(s[2 * q + 1]);
+        u[q] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(lo, hi)),
+                             _mm512_castpd_ps(_mm512_unpackhi_pd(lo, hi)));
+    }
+    __m512 v0 = _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], 0x88),
+                              _mm512_shuffle_f32x4(u[0], u[1], 0xdd));
+    __m512 v1 = _mm512_add_ps(_mm512_shuffle_f32x4(u[2], u[3], 0x88),
+                              _mm512_shuffle_f32x4(u[2], u[3], 0xdd));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(v0, v1, 0x88), _mm512_shuffle_f32x4(v0, v1, 0xdd));
+}
+
+/* Y[t, r0 + i] for rows i < nr (<= RB) and tokens t < TB of the block;
+ * accumulator tt*RB + rr is (row rr, token tt). RB and TB are constants
+ * after inlining; rows past nr repeat row 0 and are not stored. */
+K3_AVX512_INLINE void block(const k3_wmat *W, int64_t r0, int nr, const float *X, float *Y,
+                            int64_t ldy, int RB, int TB, int kind) {
+    const int64_t K = W->cols;
+    __m512 acc[16];
+    _Pragma("GCC unroll 16")
+    for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
+    int64_t rr_of[16];
+    _Pragma("GCC unroll 16")
+    for (int rr = 0; rr < RB; rr++) rr_of[rr] = r0 + (rr < nr ? rr : 0);
+    int64_t c = 0;
+    for (; c + 16 <= K; c += 16) {
+        __m512 w[16];
+        _Pragma("GCC unroll 16")
+        for (int rr = 0; rr < RB; rr++) w[rr] = dec16(W, rr_of[rr], c, 16, kind);
+        _Pragma("GCC unroll 16")
+        for (int tt = 0; tt < TB; tt++) {
+            __m512 x = _mm512_loadu_ps(X + tt * K + c);
+            _Pragma("GCC unroll 16")
+            for (int rr = 0; rr < RB; rr++)
+                acc[tt * RB + rr] = _mm512_fmadd_ps(w[rr], x, acc[tt * RB + rr]);
+        }
+    }
+    if (c < K) { /* float formats only: zero-masked tail */
+        const int n = (int)(K - c);
+        const __mmask16 m = (__mmask16)((1u << n) - 1);
+        __m512 w[16];
+        _Pragma("GCC unroll 16")
+        for (int rr = 0; rr < RB; rr++) w[rr] = dec16(W, rr_of[rr], c, n, kind);
+        _Pragma("GCC unroll 16")
+        for (int tt = 0; tt < TB; tt++) {
+            __m512 x = _mm512_maskz_loadu_ps(m, X + tt * K + c);
+            _Pragma("GCC unroll 16")
+            for (int rr = 0; rr < RB; rr++)
+                acc[tt * RB + rr] = _mm512_fmadd_ps(w[rr], x, acc[tt * RB + rr]);
+        }
+    }
+    __m512 y = reduce16(acc);
+    /* token tt's rows are lanes [tt*RB, tt*RB + nr): one masked store each */
+    _Pragma("GCC unroll 16")
+    for (int tt = 0; tt < TB; tt++) {
+        __mmask16 m = (__mmask16)(((1u << nr) - 1) << (tt * RB));
+        _mm512_mask_storeu_ps(Y + tt * ldy + r0 - tt * RB, m, y);
+    }
+}
+
+/* Rows [r0, r0+nr) (nr <= 16) for TB tokens, in row blocks of RB = 16 / TB. */
+#define ROWS_FN(KIND, TB, RB)                                                                      \
+    K3_AVX512 static void rows_##KIND##_##TB(const k3_wmat *W, int64_t r0, int nr, const float *X, \
+                                             float *Y, int64_t ldy) {                              \
+        for (int i = 0; i < nr; i += RB)                                                           \
+            block(W, r0 + i, nr - i < RB ? nr - i : RB, X, Y, ldy, RB, TB, KIND);                  \
+    }
+#define KIND_FNS(KIND)                                                                             \
+    ROWS_FN(KIND, 1, 16)                                                                           \
+    ROWS_FN(KIND, 2, 8)                                                                            \
+    ROWS_FN(KIND, 3, 4)                                                                            \
+    ROWS_FN(KIND, 4, 4)                                                                            \
+    ROWS_FN(KIND, 5, 2)                                                                            \
+    ROWS_FN(KIND, 6, 2)                                                                            \
+    ROWS_FN(KIND, 7, 2)                                                                            \
+    ROWS_FN(KIND, 8, 2)
+KIND_FNS(F_F32)
+KIND_FNS(F_F16)
+KIND_FNS(F_BF16)
+KIND_FNS(F_MXFP4)
+KIND_FNS(F_AFF8)
+KIND_FNS(F_AFFX)
+
+typedef void (*rows_fn)(const k3_wmat *, int64_t, int, const float *, float *, int64_t);
+#define KIND_TABLE(KIND)                                                                           \
+    {                                                                                              \
+        rows_##KIND##_1, rows_##KIND##_2, rows_##KIND##_3, rows_##KIND##_4, rows_##KIND##_5,       \
+            rows_##KIND##_6, rows_##KIND##_7, rows_##KIND##_8                                      \
+    }
+static const rows_fn table[6][8] = {KIND_TABLE(F_F32),   KIND_TABLE(F_F16),  KIND_TABLE(F_BF16),
+                                    KIND_TABLE(F_MXFP4), KIND_TABLE(F_AFF8), KIND_TABLE(F_AFFX)};
+
+static int kind_of(const k3_wmat *W) {
+    switch (W->fmt) {
+    case K3_W_F32:
+        return F_F32;
+    case K3_W_F16:
+        return F_F16;
+    case K3_W_BF16:
+        return F_BF16;
+    case K3_W_MXFP4:
+        return F_MXFP4;
+    default:
+        return W->bits == 8 ? F_AFF8 : F_AFFX;
+    }
+}
+
+int k3_few_avx512_supports(const k3_wmat *W) {
+    return k3_avx2_supports(W); /* the same formats and shapes (group >= 32) */
+}
+
+void k3_matmul_few_rows_avx512(const k3_wmat *W, int64_t r0, int64_t r1, const float *X, int64_t T,
+                               float *Y) {
+    const int kind = kind_of(W);
+    const int64_t K = W->cols, R = W->rows;
+    /* 16 rows at a time, then every token group over them (the rows stay in L1/L2) */
+    for (int64_t r = r0; r < r1; r += 16) {
+        const int nr = r1 - r < 16 ? (int)(r1 - r) : 16;
+        for (int64_t t = 0; t < T;) {
+            int64_t left = T - t;
+            int tb = left <= 8 ? (int)left : left >= 16 ? 8 : (int)((left + 1) / 2);
+            table[kind][tb - 1](W, r, nr, X + t * K, Y + t * R, R);
+            t += tb;
+        }
+    }
+}
+
+void k3_matmul_few_avx512(const k3_wmat *W, const float *X, int64_t T, float *Y) {
+    k3_matmul_few_rows_avx512(W, 0, W->rows, X, T, Y);
+}
