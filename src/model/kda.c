@@ -9,6 +9,7 @@
 #include "model/kda.h"
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
+#include "kernels/mvset.h"
 #include "kernels/scratch.h"
 #include "kernels/vmath.h"
 #include "model/model.h"
@@ -279,17 +280,19 @@ static void kda_gate_out(const k3_config *c, const k3_kda_w *w, float *y, float 
     for (int d = 0; d < hd; d++) y[d] *= g[d];
 }
 
-/* One layer's activations: [T, P] each except beta [T, H] and low [T, hd]. */
+/* One layer's activations: [T, P] each except beta [T, H] and low, low2 [T, hd]. */
 typedef struct {
-    float *q, *k, *v, *a, *g, *y, *beta, *low;
+    float *q, *k, *v, *a, *g, *y, *beta, *low, *low2;
 } kda_bufs;
 
 static kda_bufs kda_scratch(int64_t T, int64_t P, int H, int hd) {
     size_t tp = ((size_t)(T * P) + 15) & ~(size_t)15, th = ((size_t)(T * H) + 15) & ~(size_t)15;
     size_t tl = ((size_t)(T * hd) + 15) & ~(size_t)15;
-    float *p = k3_scratch(K3_SCRATCH_KDA, sizeof(float) * (6 * tp + th + tl));
-    kda_bufs b = {p, p + tp, p + 2 * tp, p + 3 * tp, p + 4 * tp, p + 5 * tp, p + 6 * tp, NULL};
+    float *p = k3_scratch(K3_SCRATCH_KDA, sizeof(float) * (6 * tp + th + 2 * tl));
+    kda_bufs b = {p,          p + tp,     p + 2 * tp, p + 3 * tp, p + 4 * tp,
+                  p + 5 * tp, p + 6 * tp, NULL,       NULL};
     b.low = b.beta + th;
+    b.low2 = b.low + tl;
     return b;
 }
 
@@ -324,6 +327,9 @@ static void kda_heads(const k3_config *cf, const k3_kda_w *w, const k3_segs *sg,
     }
 }
 
+static void kda_products(const k3_config *cf, const k3_kda_w *w, const k3_segs *sg, const float *x,
+                         int64_t T, int64_t P, const kda_bufs *bp);
+
 void k3_kda_forward(const k3_model *m, const k3_layer *l, const k3_segs *sg, const float *x,
                     int64_t T, float *out) {
     const k3_config *cf = m->c;
@@ -331,6 +337,28 @@ void k3_kda_forward(const k3_model *m, const k3_layer *l, const k3_segs *sg, con
     int H = cf->kda_heads, hd = cf->kda_head_dim;
     int64_t P = (int64_t)H * hd, D = cf->hidden_size;
     kda_bufs b = kda_scratch(T, P, H, hd);
+    if (T == 1) { /* decode: the products of x in one region, then those of the low ranks */
+        const int full = cf->kda_full_rank_gate;
+        k3_mv px[6] = {{&w->q, x, b.q},    {&w->k, x, b.k},
+                       {&w->v, x, b.v},    {&w->fa, x, b.low},
+                       {&w->b, x, b.beta}, {full ? &w->g : &w->ga, x, full ? b.g : b.low2}};
+        k3_mvset_run(px, 6);
+        float *zb[3] = {b.q, b.k, b.v};
+        kda_conv3(zb, sg, T, P, w->conv, cf->kda_conv_kernel);
+        k3_mv pl[2] = {{&w->fb, b.low, b.a}, {&w->gb, b.low2, b.g}};
+        k3_mvset_run(pl, full ? 1 : 2);
+    } else {
+        kda_products(cf, w, sg, x, T, P, &b);
+    }
+    kda_heads(cf, w, sg, &b);
+    k3_rowpar_matmul(m, &w->o, b.y, T, out); /* canonical block order (rowpar.h) */
+    k3_model_reduce(m, out, T * D);
+}
+
+/* The products of k3_kda_forward for T tokens, one by one (prefill). */
+static void kda_products(const k3_config *cf, const k3_kda_w *w, const k3_segs *sg, const float *x,
+                         int64_t T, int64_t P, const kda_bufs *bp) {
+    kda_bufs b = *bp;
     k3_matmul(&w->q, x, T, b.q);
     k3_matmul(&w->k, x, T, b.k);
     k3_matmul(&w->v, x, T, b.v);
@@ -345,7 +373,4 @@ void k3_kda_forward(const k3_model *m, const k3_layer *l, const k3_segs *sg, con
         k3_matmul(&w->ga, x, T, b.low);
         k3_matmul(&w->gb, b.low, T, b.g);
     }
-    kda_heads(cf, w, sg, &b);
-    k3_rowpar_matmul(m, &w->o, b.y, T, out); /* canonical block order (rowpar.h) */
-    k3_model_reduce(m, out, T * D);
 }

@@ -17,6 +17,7 @@
 #include "base/mem.h"
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
+#include "kernels/mvset.h"
 #include "kernels/vmath.h"
 #include "model/model.h"
 #include "model/ops.h"
@@ -55,10 +56,39 @@ static float *ws_floats(k3_workspace *ws, int slot, int64_t n) {
     return k3_grow(&ws->mla[slot], sizeof(float) * (size_t)(n > 0 ? n : 1));
 }
 
+/* Decode (one row): the products of x computed up front in one set (mvset.h):
+ * kv_a into ckv, q_a into cq (or q_proj into q), the output gate into g. */
+typedef struct {
+    float *ckv, *cq, *g;
+} k3_mla_pre;
+
+static void mla_pre(const k3_model *m, const k3_mla_w *w, const float *x, float *q,
+                    k3_workspace *ws, k3_mla_pre *pre) {
+    const k3_config *c = m->c;
+    int64_t r = c->kv_lora_rank, rope = c->qk_rope_head_dim;
+    int64_t os = (int64_t)c->num_attention_heads * c->v_head_dim;
+    k3_mv p[3];
+    int n = 0;
+    pre->ckv = ws_floats(ws, K3_MLA_CKV, r + rope);
+    p[n++] = (k3_mv){&w->kva, x, pre->ckv};
+    pre->cq = c->q_lora_rank ? ws_floats(ws, K3_MLA_CQ, c->q_lora_rank) : NULL;
+    p[n++] = c->q_lora_rank ? (k3_mv){&w->qa, x, pre->cq} : (k3_mv){&w->q, x, q};
+    pre->g = c->mla_use_output_gate ? ws_floats(ws, K3_MLA_G, os) : NULL;
+    if (pre->g) p[n++] = (k3_mv){&w->g, x, pre->g};
+    k3_mvset_run(p, n);
+}
+
 /* Queries [T, nh*(nope+rope)] from the normalized input. */
 static void mla_queries(const k3_model *m, const k3_mla_w *w, const float *x, int64_t T, float *q,
-                        k3_workspace *ws) {
+                        k3_workspace *ws, const k3_mla_pre *pre) {
     const k3_config *c = m->c;
+    if (pre) { /* qa (or q) done: the rest of the chain */
+        if (c->q_lora_rank) {
+            k3_rmsnorm_rows(pre->cq, T, c->q_lora_rank, w->qa_norm, 1e-6, pre->cq);
+            k3_matmul(&w->qb, pre->cq, T, q);
+        }
+        return;
+    }
     if (c->q_lora_rank) {
         float *cq = ws_floats(ws, K3_MLA_CQ, T * c->q_lora_rank);
         k3_matmul(&w->qa, x, T, cq);
@@ -71,12 +101,12 @@ static void mla_queries(const k3_model *m, const k3_mla_w *w, const float *x, in
 
 /* Append normalized latents and k_pe of the T rows to their sequences' caches. */
 static int mla_append(const k3_model *m, const k3_mla_w *w, const k3_segs *sg, const float *x,
-                      int64_t T, k3_workspace *ws) {
+                      int64_t T, k3_workspace *ws, const k3_mla_pre *pre) {
     int r = m->c->kv_lora_rank, rope = m->c->qk_rope_head_dim;
     for (int s = 0; s < sg->n; s++)
         if (cache_grow(sg->c[s], sg->c[s]->n + sg->off[s + 1] - sg->off[s], r, rope)) return -1;
-    float *ckv = ws_floats(ws, K3_MLA_CKV, T * (r + rope));
-    k3_matmul(&w->kva, x, T, ckv);
+    float *ckv = pre ? pre->ckv : ws_floats(ws, K3_MLA_CKV, T * (r + rope));
+    if (!pre) k3_matmul(&w->kva, x, T, ckv);
     for (int s = 0; s < sg->n; s++) {
         k3_layer_cache *c = sg->c[s];
         int64_t t0 = sg->off[s], ts = sg->off[s + 1] - t0;
@@ -253,6 +283,39 @@ static void uk_apply(const k3_mla_w *w, int h, const float *X, int64_t T, float 
         tmatmul_fast(&w->uk[h], X, T, Y);
 }
 
+/* y_h = W[h] x_h for the nh heads (x_h = x + h*ldx, y_h = y + h*ldy) as sets
+ * of products (mvset.h): bitwise k3_matvec head by head. */
+static void heads_set(const k3_wmat *W, int nh, const float *x, int64_t ldx, float *y,
+                      int64_t ldy) {
+    k3_mv p[128];
+    for (int h0 = 0; h0 < nh; h0 += 128) { /* 128 heads a set (K3: 96) */
+        int n = nh - h0 < 128 ? nh - h0 : 128;
+        for (int i = 0; i < n; i++)
+            p[i] = (k3_mv){&W[h0 + i], x + (int64_t)(h0 + i) * ldx, y + (int64_t)(h0 + i) * ldy};
+        k3_mvset_run(p, n);
+    }
+}
+
+/* One gathered query row (decode): qa[h] = the absorbed query of head h for
+ * every head, from its no-RoPE part qn[h] ([nh, nope] in, [nh, r] out). The
+ * heads are independent: with W_UK^T stored a set of products (mvset.h),
+ * otherwise the heads split over the threads, each head's transposed product
+ * by the code uk_apply runs for it. Bitwise uk_apply head by head. */
+static void absorb_one_row(const k3_mla_w *w, int nh, const float *qn, int nope, int r, float *qa) {
+    if (w->uk_transposed) {
+        heads_set(w->uk, nh, qn, nope, qa, r);
+        return;
+    }
+    if (use_ref() || w->uk[0].cols > TMAT_MAX_COLS) {
+        for (int h = 0; h < nh; h++)
+            uk_apply(w, h, qn + (int64_t)h * nope, 1, qa + (int64_t)h * r, 1);
+        return;
+    }
+#pragma omp parallel for schedule(static) if ((int64_t)nh * nope * r >= 65536)
+    for (int h = 0; h < nh; h++)
+        tmatmul_block_avx2(&w->uk[h], qn + (int64_t)h * nope, 0, 1, qa + (int64_t)h * r);
+}
+
 /* ---- the split of (head, query) pairs over threads -------------------------- */
 
 /* Causal cost of the first i pairs, pairs ordered head-major, query t of a
@@ -385,8 +448,9 @@ static void attention_absorbed(const k3_model *m, const k3_mla_w *w, const k3_se
             for (int64_t t = sg->off[s]; absorbed[s] && t < sg->off[s + 1]; t++, g++)
                 memcpy(qnh + g * nope, q + t * qs + (int64_t)h * (nope + rope),
                        sizeof(float) * (size_t)nope);
-        uk_apply(w, h, qnh, lt, qa + (int64_t)h * lt * r, 1);
+        if (lt > 1) uk_apply(w, h, qnh, lt, qa + (int64_t)h * lt * r, 1);
     }
+    if (lt == 1) absorb_one_row(w, nh, qn, nope, r, qa);
     float *pbuf = thread_rows(ws, nmax, &ld);
     int64_t g = 0;
     for (int s = 0; s < sg->n; s++) {
@@ -406,6 +470,13 @@ static void attention_absorbed(const k3_model *m, const k3_mla_w *w, const k3_se
         j.pld = ld;
         attend_pairs(&j, (int64_t)nh * T);
         g += T;
+    }
+    if (lt == 1) { /* one row: every head's W_UV in one set, straight into o */
+        int64_t t = 0;
+        for (int s = 0; s < sg->n; s++)
+            if (absorbed[s]) t = sg->off[s];
+        heads_set(w->uv, nh, ol, r, o + t * os, vd);
+        return;
     }
     for (int h = 0; h < nh; h++) {
         k3_matmul(&w->uv[h], ol + (int64_t)h * lt * r, lt, ov);
@@ -439,10 +510,12 @@ int k3_mla_forward(const k3_model *m, const k3_layer *l, const k3_segs *sg, cons
     const k3_mla_w *w = &l->mla;
     int nh = cf->num_attention_heads, vd = cf->v_head_dim;
     int64_t qs = (int64_t)nh * (cf->qk_nope_head_dim + cf->qk_rope_head_dim), os = (int64_t)nh * vd;
-    if (mla_append(m, w, sg, x, T, ws)) return -1;
     float *q = ws_floats(ws, K3_MLA_Q, T * qs);
     float *o = ws_floats(ws, K3_MLA_O, T * os);
-    mla_queries(m, w, x, T, q, ws);
+    k3_mla_pre pre_s, *pre = NULL;
+    if (T == 1) mla_pre(m, w, x, q, ws, pre = &pre_s);
+    if (mla_append(m, w, sg, x, T, ws, pre)) return -1;
+    mla_queries(m, w, x, T, q, ws, pre);
     uint8_t absorbed_small[64], *absorbed = absorbed_small, any = 0;
     if (sg->n > 64) absorbed = k3_xmalloc((size_t)sg->n);
     for (int s = 0; s < sg->n; s++) {
@@ -457,8 +530,8 @@ int k3_mla_forward(const k3_model *m, const k3_layer *l, const k3_segs *sg, cons
                                o + sg->off[s] * os, ws);
     if (absorbed != absorbed_small) free(absorbed);
     if (cf->mla_use_output_gate) {
-        float *g = ws_floats(ws, K3_MLA_G, T * os);
-        k3_matmul(&w->g, x, T, g);
+        float *g = pre ? pre->g : ws_floats(ws, K3_MLA_G, T * os);
+        if (!pre) k3_matmul(&w->g, x, T, g);
         apply_gate(o, g, T * os);
     }
     k3_rowpar_matmul(m, &w->o, o, T, out); /* canonical block order (rowpar.h) */

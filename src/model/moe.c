@@ -14,6 +14,7 @@
 #include "model/prefetch.h"
 #include "base/mem.h"
 #include "kernels/matmul.h"
+#include "kernels/mvset.h"
 #include "model/model.h"
 #include "model/ops.h"
 #include "model/rowpar.h"
@@ -46,41 +47,31 @@ static void expert_product(const k3_wmat *W, const float *X, int64_t n, float *Y
         k3_matmul(W, X, n, Y);
 }
 
-/* Rows [0, I) of gate and up for one token in one parallel region: row chunks
- * of both matrices are the work items (each row is computed as in a whole
- * product, so the bits are those of two k3_matvec calls). */
-static void gate_up_one_token(const k3_mlp_w *w, const float *x, float *g, float *u) {
-    const int64_t I = w->gate.rows, chunk = 64, nch = (I + chunk - 1) / chunk;
-    if (I * w->gate.cols < 32768 || omp_in_parallel()) {
-        k3_matvec(&w->gate, x, g);
-        k3_matvec(&w->up, x, u);
-        return;
-    }
-#pragma omp parallel for schedule(static)
-    for (int64_t it = 0; it < 2 * nch; it++) {
-        const int64_t r0 = (it % nch) * chunk, nr = I - r0 < chunk ? I - r0 : chunk;
-        k3_wmat v = k3_wmat_rows(it < nch ? &w->gate : &w->up, r0, nr);
-        k3_matvec(&v, x, (it < nch ? g : u) + r0);
-    }
-}
-
 void k3_mlp_forward(const k3_model *m, const k3_mlp_w *w, const float *x, int64_t T, float *out) {
     k3_mlp_partial(m, w, x, T, out);
     k3_model_reduce(m, out, T * w->down.rows);
 }
 
+/* The MLP after its gate g and up u [T, I]: SiTU, then the blocked down product. */
+static void mlp_tail(const k3_model *m, const k3_mlp_w *w, float *g, float *u, int64_t T,
+                     float *out) {
+    const int64_t I = w->gate.rows;
+    float beta = (float)m->c->situ_beta, lbeta = (float)m->c->situ_linear_beta;
+    k3_situ_vec(u, g, T * I, beta, lbeta);
+    k3_rowpar_matmul(m, &w->down, u, T, out); /* canonical block order (rowpar.h) */
+}
+
 void k3_mlp_partial(const k3_model *m, const k3_mlp_w *w, const float *x, int64_t T, float *out) {
     int64_t I = w->gate.rows;
     float *g = FLOATS(K3_TB_MLP, 2 * T * I), *u = g + T * I;
-    if (T == 1) {
-        gate_up_one_token(w, x, g, u);
+    if (T == 1) { /* one token: gate and up in one region, rows cut by bytes (mvset.h) */
+        k3_mv p[2] = {{&w->gate, x, g}, {&w->up, x, u}};
+        k3_mvset_run(p, 2);
     } else {
         k3_matmul(&w->gate, x, T, g);
         k3_matmul(&w->up, x, T, u);
     }
-    float beta = (float)m->c->situ_beta, lbeta = (float)m->c->situ_linear_beta;
-    k3_situ_vec(u, g, T * I, beta, lbeta);
-    k3_rowpar_matmul(m, &w->down, u, T, out); /* canonical block order (rowpar.h) */
+    mlp_tail(m, w, g, u, T, out);
 }
 
 /* Index of the largest v[i] among i with !taken[i]; ties go to the lower index. */
@@ -303,11 +294,26 @@ void k3_moe_forward(const k3_model *m, const k3_moe_w *w, const float *x, int64_
      * latent down-projection and the shared experts, which do not need them. */
     moe_route r;
     route_tokens(m, w, x, T, &r);
-    if (L) {
-        xin = ylat + T * X + ns;
-        k3_matmul(&w->lat_down, x, T, xin);
+    if (L) xin = ylat + T * X + ns;
+    if (T == 1 && (L || ns)) {
+        /* decode: the latent down-projection and the shared experts' gate and
+         * up in one region, rows cut by bytes (mvset.h); the same bits as one
+         * by one */
+        const int64_t I = w->shared.gate.rows;
+        float *g = ns ? FLOATS(K3_TB_MLP, 2 * I) : NULL, *u = g ? g + I : NULL;
+        k3_mv p[3];
+        int np = 0;
+        if (L) p[np++] = (k3_mv){&w->lat_down, x, xin};
+        if (ns) {
+            p[np++] = (k3_mv){&w->shared.gate, x, g};
+            p[np++] = (k3_mv){&w->shared.up, x, u};
+        }
+        k3_mvset_run(p, np);
+        if (ns) mlp_tail(m, &w->shared, g, u, T, shared);
+    } else {
+        if (L) k3_matmul(&w->lat_down, x, T, xin);
+        if (ns) k3_mlp_partial(m, &w->shared, x, T, shared);
     }
-    if (ns) k3_mlp_partial(m, &w->shared, x, T, shared);
     run_routed(m, w, &r, L ? xin : x, X, ylat);
     k3_model_reduce(m, ylat, T * X + ns); /* before the norm (spec §5.1) */
     if (L && c->latent_moe_use_norm)
