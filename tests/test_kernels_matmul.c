@@ -284,6 +284,55 @@ TEST(affine_every_width_group_scale_type) {
                 }
 }
 
+/* Decode (T = 1) on every affine width and group with column counts that end
+ * inside a kernel block (1..9 groups: AVX-512 blocks are 64..256 columns),
+ * rows below and above a thread split, in the default family (AVX-512 where
+ * the CPU has it) and the forced AVX2 one; activations of 2^-100 and 2^100
+ * checked relative to sum |w x| (the AVX-512 kernel scales x by powers of
+ * two up to 2^15 either way). */
+TEST(affine_decode_awkward_cols) {
+    const int bits[] = {2, 3, 4, 5, 6, 8}, groups[] = {32, 64, 128};
+    const int64_t mult[] = {1, 2, 3, 5, 7, 9}, rows[] = {1, 3, 17, 70};
+    const k3_kernels_mode modes[] = {K3_KERNELS_AUTO, K3_KERNELS_AVX2};
+    for (int mo = 0; mo < 2; mo++) {
+        k3_kernels_set_mode(modes[mo]);
+        for (int b = 0; b < 6; b++)
+            for (int g = 0; g < 3; g++)
+                for (int i = 0; i < 6; i++) {
+                    char what[64];
+                    snprintf(what, sizeof what, "affine%d/%d %s", bits[b], groups[g],
+                             k3_kernels_name());
+                    owned_mat m = make_mat(K3_W_AFFINE, rows[(i + b) % 4], groups[g] * mult[i],
+                                           bits[b], groups[g], i % 2 ? K3_W_BF16 : K3_W_F16);
+                    check_product(what, &m.w, 1);
+                    int64_t K = m.w.cols, R = m.w.rows;
+                    float *x = malloc(sizeof(float) * (size_t)K),
+                          *row = malloc(sizeof(float) * (size_t)K);
+                    float *y = malloc(sizeof(float) * (size_t)R),
+                          *ref = malloc(sizeof(float) * (size_t)R);
+                    for (int e = -100; e <= 100; e += 200) {
+                        for (int64_t c = 0; c < K; c++) x[c] = ldexpf((float)t_rand() - 0.5f, e);
+                        k3_matvec(&m.w, x, y);
+                        k3_matvec_ref(&m.w, x, ref);
+                        for (int64_t r = 0; r < R; r++) {
+                            k3_wmat_row(&m.w, r, 0, K, row);
+                            double s = 0;
+                            for (int64_t c = 0; c < K; c++) s += fabs((double)row[c] * x[c]);
+                            CHECK(fabs((double)y[r] - ref[r]) <= 2e-6 * sqrt((double)K + 1) * s,
+                                  "%s K=%lld x~2^%d row %lld: %g vs ref %g", what, (long long)K, e,
+                                  (long long)r, y[r], ref[r]);
+                        }
+                    }
+                    free(x);
+                    free(row);
+                    free(y);
+                    free(ref);
+                    free_mat(&m);
+                }
+    }
+    k3_kernels_set_mode(K3_KERNELS_AUTO);
+}
+
 /* Column and row slices (tensor parallelism) start at unaligned addresses. */
 TEST(sliced_views_vs_ref) {
     owned_mat a = make_mat(K3_W_AFFINE, 21, 256, 3, 32, K3_W_BF16);
@@ -502,6 +551,7 @@ TEST(avx2_only_mode) {
     mxfp4_vs_ref();
     mxfp4_scale_edges();
     affine_every_width_group_scale_type();
+    affine_decode_awkward_cols();
     few_tokens_every_format();
     large_threaded_vs_ref();
     k3_kernels_set_mode(K3_KERNELS_AUTO);
@@ -514,6 +564,7 @@ int main(void) {
     RUN(mxfp4_vs_ref);
     RUN(mxfp4_scale_edges);
     RUN(affine_every_width_group_scale_type);
+    RUN(affine_decode_awkward_cols);
     RUN(sliced_views_vs_ref);
     RUN(large_threaded_vs_ref);
     RUN(matmul_rows_independent_of_T);

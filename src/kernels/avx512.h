@@ -14,11 +14,15 @@
 
 /* 1 if the CPU runs the AVX-512 kernels (F + BW + VL, plus AVX2/FMA/F16C). */
 int k3_cpu_has_avx512(void);
-/* 1 if k3_matvec_avx512 handles W (MXFP4 with cols % 32 == 0, affine 8-bit). */
+/* 1 if k3_matvec_avx512 handles W (MXFP4 with cols % 32 == 0, affine 8-bit, affine
+ * 2/4-bit, and 3/5/6-bit where the CPU has AVX-512 VBMI). */
 int k3_avx512_supports(const k3_wmat *W);
 void k3_matvec_avx512(const k3_wmat *W, const float *x, float *y);
 /* The MXFP4 case of k3_matvec_avx512 (matvec_mxfp4_avx512.c). */
 void k3_matvec_mxfp4_avx512(const k3_wmat *W, const float *x, float *y);
+/* The affine 2/3/4/5/6-bit case (matvec_affine_avx512.c) and its shape/CPU test. */
+int k3_avx512_affine_supports(const k3_wmat *W);
+void k3_matvec_affine_avx512(const k3_wmat *W, const float *x, float *y);
 /* The prefill tile in 16-lane registers (matmul_avx512.c): every format the
  * AVX2 kernels support (same decoder), bitwise equal to k3_matmul_avx2. */
 void k3_matmul_avx512(const k3_wmat *W, const float *X, int64_t T, float *Y);

@@ -4,8 +4,7 @@
  * Affine 8-bit: 16 codes per u8 -> i32 -> f32 conversion and one FMA (the
  * AVX2 kernel needs two of each for the same codes): 10-11 -> 12-13.6 GB/s
  * on one core for a cache-resident 512x4096, q8 model decode +11% at 2
- * threads, +20% at 1. The 16-lane port of the 2-6 bit digit planes was 8%
- * slower than AVX2 on this CPU and was dropped. */
+ * threads, +20% at 1 (Zen 5). Affine 2/3/4/5/6-bit: matvec_affine_avx512.c. */
 #include "kernels/avx512.h"
 #include "kernels/avx2.h"
 #include "kernels/cpu.h"
@@ -35,8 +34,8 @@ int k3_cpu_has_avx512(void) {
 }
 
 int k3_avx512_supports(const k3_wmat *W) {
-    if (W->fmt == K3_W_AFFINE) /* 8-bit only (see affine8_row), shapes as for AVX2 */
-        return W->bits == 8 && k3_avx2_supports(W);
+    if (W->fmt == K3_W_AFFINE) /* shapes as for AVX2 */
+        return W->bits == 8 ? k3_avx2_supports(W) : k3_avx512_affine_supports(W);
     return W->fmt == K3_W_MXFP4 && W->group == 32 && W->cols % 32 == 0;
 }
 
@@ -91,8 +90,10 @@ static void matvec_affine8(const k3_wmat *W, const float *x, float *y) {
 }
 
 void k3_matvec_avx512(const k3_wmat *W, const float *x, float *y) {
-    if (W->fmt == K3_W_AFFINE)
+    if (W->fmt == K3_W_AFFINE && W->bits == 8)
         matvec_affine8(W, x, y);
+    else if (W->fmt == K3_W_AFFINE)
+        k3_matvec_affine_avx512(W, x, y);
     else
         k3_matvec_mxfp4_avx512(W, x, y);
 }

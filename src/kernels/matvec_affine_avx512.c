@@ -1,0 +1,264 @@
+/* matvec_affine_avx512.c — AVX-512 matrix-vector products for MLX affine
+ * 2/3/4/5/6-bit weights with exact f32 activations (8-bit: matvec_avx512.c).
+ *
+ * Decode of these widths is bound by vector instructions, not memory, so the
+ * kernel spends as few as it can per code. A block of a row is spread over
+ * the 16 dword lanes of a zmm register so that lane l holds the D codes of
+ * columns [l*D, l*D + D) of the block, in place:
+ *
+ *   bits  D  block cols  block bytes  lane l holds
+ *     2  16     256          64       dword l (no move)
+ *     4   8     128          64       dword l (no move)
+ *     3   8     128          48       bytes 3l..3l+2 (vpermb, AVX-512 VBMI)
+ *     6   4      64          48       bytes 3l..3l+2 (vpermb)
+ *     5   4      64          40       l even: bytes 5j..5j+2, l odd: 5j+2..5j+4
+ *                                     (j = l/2; the odd lane's codes start at bit 4)
+ *
+ * Digit d of every lane is isolated with one AND, which leaves
+ * code * 2^(o_l + d*bits) (o_l: the lane's start bit, 4 or 0), converted
+ * exactly by vcvtudq2ps (at most `bits` significant bits; the top digit of a
+ * 2/4-bit dword sets bit 31, hence the unsigned form), and multiplied by x
+ * permuted and scaled once per call to match:
+ *
+ *   xp[block + 16d + l] = x[block + l*D + d] * 2^(h - o_l - d*bits)
+ *
+ * h is half the largest shift, so the factors stay within 2^-15..2^15 (an
+ * activation would have to be below 2^-111 or above 2^112 to lose bits); the
+ * row's sum is multiplied by 2^-h at the end. Per block: D x (AND, convert,
+ * FMA) in two chains, then one FMA with the per-lane group scales (a
+ * broadcast when the block lies inside one group, else vpermps of the row's
+ * f32 scales). The bias term sum_g b_g * xsum_g is a separate dot per row.
+ * Columns past the last full block: masked loads (never reading past the
+ * row), zero activations and zero scales in the padding lanes. Every row is
+ * computed by the same instructions whatever the thread split. */
+#include "kernels/avx2.h"
+#include "kernels/avx512.h"
+#include "kernels/cpu.h"
+#include "kernels/scratch.h"
+#include "quant/dtype.h"
+
+#include <immintrin.h>
+#include <math.h>
+
+/* 2/4 bits need F+BW+VL only; 3/5/6 bits add VBMI (vpermb), in their own functions so that
+ * no VBMI instruction can reach the 2/4-bit code run on CPUs without it. */
+#define K3_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+#define K3_AVX512_INLINE                                                                           \
+    static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx2,fma,"       \
+                                                       "f16c")))
+#define K3_AVX512V __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,avx2,fma,f16c")))
+#define K3_AVX512V_INLINE                                                                          \
+    static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx512vbmi,"     \
+                                                       "avx2,fma,f16c")))
+
+#ifndef K3_PF_BYTES
+#define K3_PF_BYTES 2048
+#endif
+
+/* Codes per lane, block columns and bytes, and h (see the top of the file). */
+static inline int lane_codes(int bits) {
+    return bits == 2 ? 16 : bits == 3 || bits == 4 ? 8 : 4;
+}
+static inline int block_cols(int bits) {
+    return 16 * lane_codes(bits);
+}
+static inline int block_bytes(int bits) {
+    return block_cols(bits) * bits / 8;
+}
+static inline int half_shift(int bits) {
+    int top = bits == 5 ? 4 + 3 * 5 : (lane_codes(bits) - 1) * bits; /* largest o_l + d*bits */
+    return top / 2;
+}
+/* Start bit of lane l's first code inside its dword. */
+static inline int lane_offset(int bits, int l) {
+    return bits == 5 && (l & 1) ? 4 : 0;
+}
+
+int k3_avx512_affine_supports(const k3_wmat *W) {
+    if (W->fmt != K3_W_AFFINE || !k3_avx2_supports(W)) return 0;
+    if (W->bits == 2 || W->bits == 4) return 1;
+    return (W->bits == 3 || W->bits == 5 || W->bits == 6) && k3_cpu_has_avx512_vbmi();
+}
+
+/* xp (see the top of the file), zero past column K; nblk*block_cols floats. */
+static void permute_x(const float *x, int64_t K, int bits, float *xp) {
+    const int D = lane_codes(bits), BC = block_cols(bits), h = half_shift(bits);
+    const int64_t nblk = (K + BC - 1) / BC;
+    float f[2][16];
+    for (int o = 0; o < 2; o++)
+        for (int d = 0; d < D; d++) f[o][d] = ldexpf(1.0f, h - 4 * o - d * bits);
+    for (int64_t b = 0; b < nblk; b++)
+        for (int d = 0; d < D; d++)
+            for (int l = 0; l < 16; l++) {
+                int64_t c = b * BC + (int64_t)l * D + d;
+                xp[b * BC + 16 * d + l] = c < K ? x[c] * f[lane_offset(bits, l) / 4][d] : 0.0f;
+            }
+}
+
+/* n scales/biases of type fmt -> f32 out[0..n), then 16 zeros. */
+K3_AVX512_INLINE void to_f32_padded(k3_wfmt fmt, const uint8_t *p, int64_t n, float *out) {
+    int64_t i = 0;
+    if (fmt == K3_W_F32) {
+        memcpy(out, p, sizeof(float) * (size_t)n);
+        i = n;
+    }
+    for (; i + 16 <= n; i += 16) {
+        __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)(p + 2 * i));
+        __m512 v = fmt == K3_W_F16
+                       ? _mm512_cvtph_ps(h)
+                       : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+        _mm512_storeu_ps(out + i, v);
+    }
+    for (; i < n; i++) out[i] = k3_wmat_elt(fmt, p, i);
+    _mm512_storeu_ps(out + n, _mm512_setzero_ps());
+}
+
+/* Mask of digit d in every lane (per-lane for 5 bits: odd lanes start at bit 4). */
+K3_AVX512_INLINE __m512i digit_mask(int bits, int d) {
+    const unsigned m = ((1u << bits) - 1u) << (d * bits);
+    if (bits != 5) return _mm512_set1_epi32((int)m);
+    return _mm512_mask_blend_epi32(0xaaaa, _mm512_set1_epi32((int)m),
+                                   _mm512_set1_epi32((int)(m << 4)));
+}
+
+/* Where each lane's bytes come from in a 3/5/6-bit block (vpermb indices;
+ * byte 3 of every dword is zeroed by the mask). */
+static const uint8_t perm36[64] __attribute__((aligned(64))) = {
+    0,  1,  2,  0,  3,  4,  5,  0,  6,  7,  8,  0,  9,  10, 11, 0,  12, 13, 14, 0,  15, 16,
+    17, 0,  18, 19, 20, 0,  21, 22, 23, 0,  24, 25, 26, 0,  27, 28, 29, 0,  30, 31, 32, 0,
+    33, 34, 35, 0,  36, 37, 38, 0,  39, 40, 41, 0,  42, 43, 44, 0,  45, 46, 47, 0};
+static const uint8_t perm5[64] __attribute__((aligned(64))) = {
+    0,  1,  2,  0,  2,  3,  4,  0,  5,  6,  7,  0,  7,  8,  9,  0,  10, 11, 12, 0,  12, 13,
+    14, 0,  15, 16, 17, 0,  17, 18, 19, 0,  20, 21, 22, 0,  22, 23, 24, 0,  25, 26, 27, 0,
+    27, 28, 29, 0,  30, 31, 32, 0,  32, 33, 34, 0,  35, 36, 37, 0,  37, 38, 39, 0};
+
+/* A 3/5/6-bit block's bytes moved into their lanes (byte 3 of each dword zero). */
+K3_AVX512V_INLINE __m512i spread(__m512i v, int bits) {
+    return _mm512_maskz_permutexvar_epi8(0x7777777777777777ull,
+                                         _mm512_load_si512(bits == 5 ? perm5 : perm36), v);
+}
+
+/* One block (lanes in place): sum over its D digits of convert(v & mask_d) * xp_d, per lane. */
+K3_AVX512_INLINE __m512 block_dot(__m512i v, const float *xb, int bits) {
+    const int D = lane_codes(bits);
+    __m512 t0 = _mm512_mul_ps(_mm512_cvtepu32_ps(_mm512_and_si512(v, digit_mask(bits, 0))),
+                              _mm512_loadu_ps(xb));
+    __m512 t1 = _mm512_mul_ps(_mm512_cvtepu32_ps(_mm512_and_si512(v, digit_mask(bits, 1))),
+                              _mm512_loadu_ps(xb + 16));
+#pragma GCC unroll 16
+    for (int d = 2; d < D; d++) {
+        __m512 f = _mm512_cvtepu32_ps(_mm512_and_si512(v, digit_mask(bits, d)));
+        if (d & 1)
+            t1 = _mm512_fmadd_ps(f, _mm512_loadu_ps(xb + 16 * d), t1);
+        else
+            t0 = _mm512_fmadd_ps(f, _mm512_loadu_ps(xb + 16 * d), t0);
+    }
+    return _mm512_add_ps(t0, t1);
+}
+
+/* The per-lane group scales of the block starting at column c0. */
+K3_AVX512_INLINE __m512 block_scales(const float *sc, int64_t c0, int bits, int G) {
+    const int D = lane_codes(bits), BC = block_cols(bits);
+    if (BC <= G) return _mm512_set1_ps(sc[c0 / G]);
+    const int sh = G == 32 ? 5 : G == 64 ? 6 : 7;
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i idx = _mm512_srli_epi32(_mm512_mullo_epi32(lane, _mm512_set1_epi32(D)), sh);
+    return _mm512_permutexvar_ps(idx, _mm512_loadu_ps(sc + c0 / G));
+}
+
+K3_AVX512_INLINE float bias_dot(const float *b, const float *xsum, int64_t ng) {
+    __m512 a = _mm512_setzero_ps();
+    int64_t g = 0;
+    for (; g + 16 <= ng; g += 16)
+        a = _mm512_fmadd_ps(_mm512_loadu_ps(b + g), _mm512_loadu_ps(xsum + g), a);
+    float s = _mm512_reduce_add_ps(a);
+    for (; g < ng; g++) s += b[g] * xsum[g];
+    return s;
+}
+
+/* One row; bits and G are constants after inlining. sb: 2*(ng+16) floats.
+ * Defined twice: with VBMI for 3/5/6 bits (SPREAD = vpermb), without for 2/4. */
+#define AFFINE_ROW(NAME, ATTR, SPREAD)                                                             \
+    ATTR float NAME(const k3_wmat *W, int64_t r, const float *xp, const float *xsum, float *sb,    \
+                    int bits, int G) {                                                             \
+        const int64_t K = W->cols, ng = K / G, rb = K * bits / 8;                                  \
+        const int BB = block_bytes(bits), BC = block_cols(bits);                                   \
+        const int64_t nblk = (K + BC - 1) / BC;                                                    \
+        /* blocks whose 64-byte load stays inside the row */                                       \
+        int64_t nsafe = rb >= 64 ? (rb - 64) / BB + 1 : 0;                                         \
+        if (nsafe > nblk) nsafe = nblk;                                                            \
+        const uint8_t *row = W->data + (size_t)r * W->row_stride;                                  \
+        float *sc = sb, *bi = sb + ng + 16;                                                        \
+        to_f32_padded(W->scale_fmt, W->scales + (size_t)r * W->scale_stride, ng, sc);              \
+        to_f32_padded(W->scale_fmt, W->biases + (size_t)r * W->bias_stride, ng, bi);               \
+        __m512 y0 = _mm512_setzero_ps(), y1 = y0;                                                  \
+        int64_t b = 0;                                                                             \
+        for (; b + 1 < nsafe; b += 2) {                                                            \
+            _mm_prefetch((const char *)row + b * BB + K3_PF_BYTES, _MM_HINT_T0);                   \
+            _mm_prefetch((const char *)row + b * BB + K3_PF_BYTES + 64, _MM_HINT_T0);              \
+            __m512 t0 =                                                                            \
+                block_dot(SPREAD(_mm512_loadu_si512(row + b * BB), bits), xp + b * BC, bits);      \
+            __m512 t1 = block_dot(SPREAD(_mm512_loadu_si512(row + (b + 1) * BB), bits),            \
+                                  xp + (b + 1) * BC, bits);                                        \
+            y0 = _mm512_fmadd_ps(t0, block_scales(sc, b * BC, bits, G), y0);                       \
+            y1 = _mm512_fmadd_ps(t1, block_scales(sc, (b + 1) * BC, bits, G), y1);                 \
+        }                                                                                          \
+        for (; b < nblk; b++) {                                                                    \
+            int64_t left = rb - b * BB;                                                            \
+            __mmask64 m = left >= 64 ? ~0ull : (1ull << left) - 1;                                 \
+            __m512 t = block_dot(SPREAD(_mm512_maskz_loadu_epi8(m, row + b * BB), bits),           \
+                                 xp + b * BC, bits);                                               \
+            y0 = _mm512_fmadd_ps(t, block_scales(sc, b * BC, bits, G), y0);                        \
+        }                                                                                          \
+        float s = _mm512_reduce_add_ps(_mm512_add_ps(y0, y1));                                     \
+        return s * ldexpf(1.0f, -half_shift(bits)) + bias_dot(bi, xsum, ng);                       \
+    }
+#define NO_SPREAD(v, bits) (v)
+AFFINE_ROW(affine_row, K3_AVX512_INLINE, NO_SPREAD)
+AFFINE_ROW(affine_row_v, K3_AVX512V_INLINE, spread)
+
+#define AFFINE_ROWS_G(B, G)                                                                        \
+    ROWS_ATTR_##B static void affine_rows_##B##_##G(const k3_rows_ctx *c, int64_t r0,              \
+                                                    int64_t r1) {                                  \
+        const int64_t ng = c->W->cols / G;                                                         \
+        float *sb = k3_scratch(K3_SCRATCH_ROWSC, sizeof(float) * (size_t)(2 * ng + 32));           \
+        for (int64_t r = r0; r < r1; r++) c->y[r] = ROW_FN_##B(c->W, r, c->xp, c->xsum, sb, B, G); \
+    }
+#define ROWS_ATTR_2 K3_AVX512
+#define ROWS_ATTR_4 K3_AVX512
+#define ROWS_ATTR_3 K3_AVX512V
+#define ROWS_ATTR_5 K3_AVX512V
+#define ROWS_ATTR_6 K3_AVX512V
+#define ROW_FN_2 affine_row
+#define ROW_FN_4 affine_row
+#define ROW_FN_3 affine_row_v
+#define ROW_FN_5 affine_row_v
+#define ROW_FN_6 affine_row_v
+#define AFFINE_ROWS(B)                                                                             \
+    AFFINE_ROWS_G(B, 32)                                                                           \
+    AFFINE_ROWS_G(B, 64)                                                                           \
+    AFFINE_ROWS_G(B, 128)                                                                          \
+    static k3_rows_fn affine_rows_##B(int group) {                                                 \
+        if (group == 32) return affine_rows_##B##_32;                                              \
+        return group == 64 ? affine_rows_##B##_64 : affine_rows_##B##_128;                         \
+    }
+AFFINE_ROWS(2)
+AFFINE_ROWS(3)
+AFFINE_ROWS(4)
+AFFINE_ROWS(5)
+AFFINE_ROWS(6)
+
+void k3_matvec_affine_avx512(const k3_wmat *W, const float *x, float *y) {
+    const int64_t K = W->cols, BC = block_cols(W->bits);
+    float *xsum = k3_scratch(K3_SCRATCH_XSUM, sizeof(float) * (size_t)(K / W->group + 1));
+    float *xp = k3_scratch(K3_SCRATCH_XPERM, sizeof(float) * (size_t)((K + BC - 1) / BC * BC));
+    k3_avx2_group_sums(x, K, W->group, xsum);
+    permute_x(x, K, W->bits, xp);
+    k3_rows_fn fn = W->bits == 2   ? affine_rows_2(W->group)
+                    : W->bits == 3 ? affine_rows_3(W->group)
+                    : W->bits == 4 ? affine_rows_4(W->group)
+                    : W->bits == 5 ? affine_rows_5(W->group)
+                                   : affine_rows_6(W->group);
+    k3_rows_ctx c = {W, x, xp, xsum, y};
+    k3_parallel_rows(&c, fn);
+}
