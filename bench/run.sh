@@ -103,7 +103,7 @@ done
 {
     echo "# k3 benchmark results"
     echo
-    echo "Commit \`$commit\`, $(date -u '+%Y-%m-%d %H:%M UTC'), $cpu, $(nproc) cores, kernels $isa (avx512 = the AVX-512 prefill tile and MXFP4 / affine 8-bit matvecs, AVX2 elsewhere)."
+    echo "Commit \`$commit\`, $(date -u '+%Y-%m-%d %H:%M UTC'), $cpu, $(nproc) cores, kernels $isa (avx512 = the AVX-512 prefill tile and MXFP4 / affine matvecs (affine 3/5/6-bit where the CPU has VBMI), AVX2 elsewhere)."
     echo "Model: bench preset (\`$CFG\`), prompt 64 tokens, 32 decoded tokens. Each \`k3 bench\` run reports"
     echo "the median of $RUNS runs after a warm-up; the whole list ran $ROUNDS times, interleaved: each cell is the"
     echo "median over those rounds (min-max in brackets). Roofline = read bandwidth measured in the"

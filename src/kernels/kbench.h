@@ -13,6 +13,7 @@
 typedef struct {
     char name[32];     /* "bf16", "affine4/64", ... */
     double mv_gbs;     /* matvec: weight bytes read per second / 1e9 */
+    double mv_cpu_gbs; /* matvec: weight bytes per CPU second of all threads / 1e9 (per core) */
     double mv_gflops;  /* matvec: 2*rows*cols / s / 1e9 */
     double mm_gflops;  /* matmul with T tokens */
     uint64_t mv_bytes; /* weight bytes of the matvec matrix */

@@ -25,7 +25,8 @@
  * h is half the largest shift, so the factors stay within 2^-15..2^15 (an
  * activation would have to be below 2^-111 or above 2^112 to lose bits); the
  * row's sum is multiplied by 2^-h at the end. Per block: D x (AND, convert,
- * FMA) in two chains, then one FMA with the per-lane group scales (a
+ * FMA) in two chains (2 bits: a 16-entry vpermps table decodes two codes per
+ * shift instead, x unscaled; see block_dot_2), then one FMA with the per-lane group scales (a
  * broadcast when the block lies inside one group, else vpermps of the row's
  * f32 scales). The bias term sum_g b_g * xsum_g is a separate dot per row.
  * Columns past the last full block: masked loads (never reading past the
@@ -66,6 +67,7 @@ static inline int block_bytes(int bits) {
     return block_cols(bits) * bits / 8;
 }
 static inline int half_shift(int bits) {
+    if (bits == 2) return 0; /* decoded by table, unscaled (block_dot_2) */
     int top = bits == 5 ? 4 + 3 * 5 : (lane_codes(bits) - 1) * bits; /* largest o_l + d*bits */
     return top / 2;
 }
@@ -86,7 +88,7 @@ static void permute_x(const float *x, int64_t K, int bits, float *xp) {
     const int64_t nblk = (K + BC - 1) / BC;
     float f[2][16];
     for (int o = 0; o < 2; o++)
-        for (int d = 0; d < D; d++) f[o][d] = ldexpf(1.0f, h - 4 * o - d * bits);
+        for (int d = 0; d < D; d++) f[o][d] = bits == 2 ? 1.0f : ldexpf(1.0f, h - 4 * o - d * bits);
     for (int64_t b = 0; b < nblk; b++)
         for (int d = 0; d < D; d++)
             for (int l = 0; l < 16; l++) {
@@ -138,9 +140,29 @@ K3_AVX512V_INLINE __m512i spread(__m512i v, int bits) {
                                          _mm512_load_si512(bits == 5 ? perm5 : perm36), v);
 }
 
+/* A 2-bit block: vpermps reads only the low 4 bits of each index lane, i.e.
+ * two codes, so a table lookup decodes code 2k (table j & 3) or 2k+1
+ * (table j >> 2) of v >> 4k without a mask or a conversion: per two codes one
+ * shift, two vpermps and two FMAs (5 uops, against 6 for AND + convert + FMA),
+ * and the x factors are 1. */
+K3_AVX512_INLINE __m512 block_dot_2(__m512i v, const float *xb) {
+    const __m512 lo = _mm512_setr_ps(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3);
+    const __m512 hi = _mm512_setr_ps(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    __m512 t0 = _mm512_mul_ps(_mm512_permutexvar_ps(v, lo), _mm512_loadu_ps(xb));
+    __m512 t1 = _mm512_mul_ps(_mm512_permutexvar_ps(v, hi), _mm512_loadu_ps(xb + 16));
+#pragma GCC unroll 8
+    for (int k = 1; k < 8; k++) {
+        __m512i u = _mm512_srli_epi32(v, 4 * k);
+        t0 = _mm512_fmadd_ps(_mm512_permutexvar_ps(u, lo), _mm512_loadu_ps(xb + 32 * k), t0);
+        t1 = _mm512_fmadd_ps(_mm512_permutexvar_ps(u, hi), _mm512_loadu_ps(xb + 32 * k + 16), t1);
+    }
+    return _mm512_add_ps(t0, t1);
+}
+
 /* One block (lanes in place): sum over its D digits of convert(v & mask_d) * xp_d, per lane. */
 K3_AVX512_INLINE __m512 block_dot(__m512i v, const float *xb, int bits) {
     const int D = lane_codes(bits);
+    if (bits == 2) return block_dot_2(v, xb);
     __m512 t0 = _mm512_mul_ps(_mm512_cvtepu32_ps(_mm512_and_si512(v, digit_mask(bits, 0))),
                               _mm512_loadu_ps(xb));
     __m512 t1 = _mm512_mul_ps(_mm512_cvtepu32_ps(_mm512_and_si512(v, digit_mask(bits, 1))),
