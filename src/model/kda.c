@@ -306,7 +306,7 @@ static void kda_heads(const k3_config *cf, const k3_kda_w *w, const k3_segs *sg,
     int64_t P = (int64_t)H * hd;
     int vec = kda_vector_step(hd);
     float qscale = 1.0f / sqrtf((float)hd);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 1) /* a preempted thread's heads go to the other */
     for (int64_t sh = 0; sh < (int64_t)sg->n * H; sh++) {
         int64_t s = sh / H;
         int h = (int)(sh % H);

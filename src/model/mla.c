@@ -264,7 +264,7 @@ MLA_AVX2 static void tmatmul_block_avx2(const k3_wmat *W, const float *X, int64_
 /* The transposed product with blocks of tokens over the threads. */
 static void tmatmul_fast(const k3_wmat *W, const float *X, int64_t T, float *Y) {
     int64_t nblk = (T + TMAT_TOKENS - 1) / TMAT_TOKENS;
-#pragma omp parallel for schedule(static) if (nblk > 1)
+#pragma omp parallel for schedule(dynamic, 1) if (nblk > 1)
     for (int64_t b = 0; b < nblk; b++) {
         int64_t t1 = (b + 1) * TMAT_TOKENS;
         tmatmul_block_avx2(W, X, b * TMAT_TOKENS, t1 < T ? t1 : T, Y);

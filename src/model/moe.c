@@ -251,7 +251,7 @@ static void run_routed(const k3_model *m, const k3_moe_w *w, const moe_route *r,
     for (int b = 0; b < nb; b++) leaf[b] = leaves + (int64_t)b * T * X;
 #pragma omp parallel
     {
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1) /* any thread may run any block: same bits */
         for (int b = 0; b < nb; b++) run_block(&j, b, leaf[b]);
         k3_tree_reduce_into(leaf, nb, T * X, ylat);
     }

@@ -165,7 +165,7 @@ static void rowpar_pass(const k3_wmat *W, int nb, const float *X, int64_t n, flo
     }
 #pragma omp parallel
     {
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1) /* items are independent: same bits */
         for (int64_t it = 0; it < items; it++) rowpar_item(&j, it);
         k3_tree_reduce_into(leaf, nb, n * R, Y);
     }
