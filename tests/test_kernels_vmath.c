@@ -180,6 +180,26 @@ TEST(sumsq_matches_double_sum) {
     }
 }
 
+/* The vector y += a*x in double gives the scalar reference's bits (a
+ * multiply then an add, no FMA) on lengths around the vector width. */
+TEST(axpy_d_matches_scalar_bits) {
+    for (int n = 0; n < 40; n++) {
+        float x[40];
+        double yv[40], yr[40], a = t_rand() * 3;
+        for (int i = 0; i < n; i++) x[i] = (float)t_rand() * 7, yv[i] = yr[i] = t_rand() * 1e3;
+        k3_vaxpy_d(yv, a, x, n);
+        k3_kernels_set_mode(K3_KERNELS_REF);
+        k3_vaxpy_d(yr, a, x, n);
+        k3_kernels_set_mode(K3_KERNELS_AUTO);
+        for (int i = 0; i < n; i++) {
+            double want = yr[i];
+            CHECK(!memcmp(&yv[i], &want, sizeof want), "n %d i %d: %.17g vs %.17g", n, i, yv[i],
+                  want);
+        }
+        CHECK(n == 0 || yr[0] != 0, "n %d: reference left y unchanged", n);
+    }
+}
+
 int main(void) {
     RUN(exp_within_1ulp_of_libm);
     RUN(tanh_within_2ulp_of_libm);
@@ -189,5 +209,6 @@ int main(void) {
     RUN(results_independent_of_position);
     RUN(situ_odd_lengths_match_scalar);
     RUN(sumsq_matches_double_sum);
+    RUN(axpy_d_matches_scalar_bits);
     return t_done();
 }

@@ -64,3 +64,14 @@ double k3_vsumsq(const float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) ss += (double)x[i] * x[i];
     return ss;
 }
+
+void k3_vaxpy_d(double *y, double a, const float *x, int64_t n) {
+    if (use_vector()) {
+        k3_vaxpy_d_avx2(y, a, x, n);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        double p = a * (double)x[i]; /* no contraction into an FMA */
+        y[i] = y[i] + p;
+    }
+}

@@ -29,6 +29,10 @@ void k3_vsitu(float *u, const float *g, int64_t n, float beta, float lbeta);
 /* sum of x[i]^2 accumulated in double (the order depends only on n). */
 double k3_vsumsq(const float *x, int64_t n);
 
+/* y[i] += a * (double)x[i] for i < n: a double multiply, then a double add
+ * (no fused multiply-add), so the vector version gives the scalar bits. */
+void k3_vaxpy_d(double *y, double a, const float *x, int64_t n);
+
 /* The AVX2 implementations (vmath_avx2.c); call only where k3_cpu_has_avx2(). */
 void k3_vexp_avx2(const float *x, float *y, int64_t n);
 void k3_vtanh_avx2(const float *x, float *y, int64_t n);
@@ -36,5 +40,6 @@ void k3_vsigmoid_avx2(const float *x, float *y, int64_t n);
 void k3_vsilu_avx2(const float *x, float *y, int64_t n);
 void k3_vsitu_avx2(float *u, const float *g, int64_t n, float beta, float lbeta);
 double k3_vsumsq_avx2(const float *x, int64_t n);
+void k3_vaxpy_d_avx2(double *y, double a, const float *x, int64_t n);
 
 #endif

@@ -135,3 +135,20 @@ K3_AVX2 double k3_vsumsq_avx2(const float *x, int64_t n) {
     __m128d h = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
     return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
 }
+
+/* Four doubles per step; the tail one element at a time, same arithmetic. */
+K3_AVX2 void k3_vaxpy_d_avx2(double *y, double a, const float *x, int64_t n) {
+    const __m256d av = _mm256_set1_pd(a);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        __m256d p0 = _mm256_mul_pd(av, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+        __m256d p1 = _mm256_mul_pd(av, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+        _mm256_storeu_pd(y + i, _mm256_add_pd(_mm256_loadu_pd(y + i), p0));
+        _mm256_storeu_pd(y + i + 4, _mm256_add_pd(_mm256_loadu_pd(y + i + 4), p1));
+    }
+    for (; i < n; i++) {
+        __m128d p = _mm_mul_sd(_mm_set_sd(a), _mm_set_sd((double)x[i]));
+        y[i] = _mm_cvtsd_f64(_mm_add_sd(_mm_set_sd(y[i]), p));
+    }
+}

@@ -14,6 +14,7 @@
 #include "model/prefetch.h"
 #include "base/mem.h"
 #include "kernels/matmul.h"
+#include "kernels/vmath.h"
 #include "kernels/mvset.h"
 #include "model/model.h"
 #include "model/ops.h"
@@ -221,8 +222,7 @@ static void expert_block(const moe_job *j, int e, int b, double *y) {
     expert_product(&ed, u, n, d);
     for (int64_t i = 0; i < n; i++) {
         double *yt = y + j->tok[s0 + i] * X;
-        const double wt = (double)j->wt[s0 + i];
-        for (int64_t c = 0; c < X; c++) yt[c] += wt * d[i * X + c];
+        k3_vaxpy_d(yt, (double)j->wt[s0 + i], d + i * X, X); /* yt[c] += wt * d[c] */
     }
 }
 
