@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #define BW_BYTES ((size_t)512 << 20) /* ~5x the largest L3 seen on CI machines */
 
@@ -87,6 +88,18 @@ static uint64_t storage_read_bytes(void) {
     return v;
 }
 static uint64_t g_decode_read; /* storage bytes read during the timed decode steps */
+/* The timed decode steps' process CPU time (all threads, read-ahead pool included), the
+ * kernel's share of it, and major page faults (a page read from storage on access). */
+static double g_decode_cpu, g_decode_sys;
+static uint64_t g_decode_majflt;
+
+static void usage_now(double *cpu, double *sys, uint64_t *majflt) {
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    *sys = (double)u.ru_stime.tv_sec + 1e-6 * (double)u.ru_stime.tv_usec;
+    *cpu = (double)u.ru_utime.tv_sec + 1e-6 * (double)u.ru_utime.tv_usec + *sys;
+    *majflt = (uint64_t)u.ru_majflt;
+}
 
 static int parse_int(const char *s, const char *opt, long lo, long *out) {
     char *end;
@@ -236,12 +249,18 @@ static int one_run(k3_seq *s, const int32_t *prompt, long P, long N, float *logi
     double t0 = k3_now();
     if (k3_forward(s, prompt, P, logits, 0) < 0) return -1;
     double t1 = k3_now();
-    uint64_t io0 = storage_read_bytes();
+    uint64_t io0 = storage_read_bytes(), mf0, mf1;
+    double c0, s0, c1, s1;
+    usage_now(&c0, &s0, &mf0);
     for (long i = 0; i < N; i++) {
         int32_t tok = argmax(logits, V);
         if (k3_forward(s, &tok, 1, logits, 0) < 0) return -1;
     }
     g_decode_read += storage_read_bytes() - io0;
+    usage_now(&c1, &s1, &mf1);
+    g_decode_cpu += c1 - c0;
+    g_decode_sys += s1 - s0;
+    g_decode_majflt += mf1 - mf0;
     *t_prefill = t1 - t0;
     *t_decode = k3_now() - t1;
     return 0;
@@ -252,6 +271,7 @@ typedef struct {
     uint64_t peak_rss, active_bytes, weight_bytes;
     uint64_t bw_bytes;                  /* working set of the bandwidth measurement */
     double storage_per_token, hit_rate; /* decode: bytes read from storage, expert hit rate */
+    double cpu_per_token, sys_per_token, majflt_per_token, wall_per_token; /* decode, seconds */
     k3_prefetch_stats pf;
     int bw_on_weights; /* 1: over the mapped weight files, 0: an anonymous buffer */
 } model_result;
@@ -300,15 +320,22 @@ static int measure_model(const bench_args *a, model_result *r) {
     double *tp = k3_xmalloc(sizeof(double) * (size_t)a->runs);
     double *td = k3_xmalloc(sizeof(double) * (size_t)a->runs);
     int rc = one_run(s, prompt, a->T, a->n < 4 ? a->n : 4, logits, V, &tp[0], &td[0]); /* warm-up */
-    g_decode_read = 0;
+    g_decode_read = g_decode_majflt = 0;
+    g_decode_cpu = g_decode_sys = 0;
+    double wall = 0;
     k3_prefetch_reset_stats();
     k3_prefetch_count_hits(1);
     for (long i = 0; rc == 0 && i < a->runs; i++)
-        rc = one_run(s, prompt, a->T, a->n, logits, V, &tp[i], &td[i]);
+        rc = one_run(s, prompt, a->T, a->n, logits, V, &tp[i], &td[i]), wall += td[i];
     k3_prefetch_count_hits(0);
     if (rc == 0) {
+        const double ntok = (double)(a->n * a->runs);
         r->pf = k3_prefetch_get_stats();
-        r->storage_per_token = (double)g_decode_read / (double)(a->n * a->runs);
+        r->storage_per_token = (double)g_decode_read / ntok;
+        r->cpu_per_token = g_decode_cpu / ntok;
+        r->sys_per_token = g_decode_sys / ntok;
+        r->majflt_per_token = (double)g_decode_majflt / ntok;
+        r->wall_per_token = wall / ntok;
         r->hit_rate =
             r->pf.need_bytes ? (double)r->pf.resident_bytes / (double)r->pf.need_bytes : 1;
         r->prefill_tps = (double)a->T / median(tp, (int)a->runs);
@@ -352,12 +379,16 @@ static int run_model(const bench_args *a) {
                "\"peak_rss_bytes\":%llu,\"weight_bytes\":%llu,\"active_bytes_per_token\":%llu,"
                "\"bandwidth_bytes_per_s\":%.0f,\"bandwidth_working_set_bytes\":%llu,"
                "\"bandwidth_over\":\"%s\",\"roofline\":%.4g,\"activations\":\"%s\","
-               "\"storage_bytes_per_token\":%.0f,\"expert_hit_rate\":%.4f}\n",
+               "\"storage_bytes_per_token\":%.0f,\"expert_hit_rate\":%.4f,"
+               "\"decode_wall_s_per_token\":%.6g,\"decode_cpu_s_per_token\":%.6g,"
+               "\"decode_sys_s_per_token\":%.6g,\"decode_majflt_per_token\":%.1f,"
+               "\"prefetch_pool_cpu_s\":%.6g,\"readahead\":\"%s\"}\n",
                a->model, th, k3_kernels_name(), a->T, a->n, a->runs, r.load_s, r.prefill_tps,
                r.decode_tps, (unsigned long long)r.peak_rss, (unsigned long long)r.weight_bytes,
                (unsigned long long)r.active_bytes, r.bw, (unsigned long long)r.bw_bytes,
                r.bw_on_weights ? "weight files" : "buffer", r.roofline, activation_mode(0),
-               r.storage_per_token, r.hit_rate);
+               r.storage_per_token, r.hit_rate, r.wall_per_token, r.cpu_per_token, r.sys_per_token,
+               r.majflt_per_token, r.pf.pool_cpu_ns / 1e9, k3_readahead_name(r.pf.readahead));
         return 0;
     }
     printf("model            %s (%s kernels, %d threads)\n", a->model, k3_kernels_name(), th);
@@ -376,11 +407,15 @@ static int run_model(const bench_args *a) {
     printf("roofline         %.1f tokens/s; decode reaches %.2f of it\n",
            r.bw / (double)r.active_bytes, r.roofline);
     printf("storage          %.2f MiB read from storage per decoded token; routed experts "
-           "resident when chosen: %.3f of their bytes (prefetch %s, RAM budget %.2f GiB: dense "
+           "resident when chosen: %.3f of their bytes (read-ahead: %s; RAM budget %.2f GiB: dense "
            "%.1f MiB + experts %.1f MiB locked)\n",
-           r.storage_per_token / (1 << 20), r.hit_rate, a->no_prefetch ? "off" : "on",
+           r.storage_per_token / (1 << 20), r.hit_rate, k3_readahead_name(r.pf.readahead),
            (double)a->ram_budget / (1 << 30), (double)r.pf.dense_locked / (1 << 20),
            (double)r.pf.experts_locked / (1 << 20));
+    printf("decode time      per token: %.1f ms wall, %.1f ms CPU (all threads; %.1f ms in the "
+           "kernel), %.1f major page faults; read-ahead pool %.3f s CPU in all\n",
+           1e3 * r.wall_per_token, 1e3 * r.cpu_per_token, 1e3 * r.sys_per_token, r.majflt_per_token,
+           r.pf.pool_cpu_ns / 1e9);
     return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/mem.h"
@@ -37,7 +38,7 @@ static struct {
     pthread_cond_t work, idle;
     job q[QCAP];
     int head, count, active, started;
-    int enable;
+    int enable; /* K3_PREFETCH / k3_prefetch_set: 1 on, 0 off, -1 auto (prefetch.h) */
     uint64_t budget;
     int count_hits;
     /* per-model routing state */
@@ -45,6 +46,7 @@ static struct {
     int nl, E;
     uint64_t *freq;  /* [nl * E] tokens routed to (layer, expert) */
     uint8_t *locked; /* [nl * E] */
+    uint8_t *seen;   /* [nl * E] selected before (K3_READAHEAD_FIRST reads each once) */
     uint64_t calls_since;
     k3_prefetch_stats st;
     FILE *routes; /* K3_ROUTES_FILE: the experts chosen per MoE call */
@@ -55,7 +57,13 @@ static struct {
        .work = PTHREAD_COND_INITIALIZER,
        .idle = PTHREAD_COND_INITIALIZER};
 
-static atomic_ullong g_lock_fail;
+static atomic_ullong g_lock_fail, g_pool_ns;
+
+static uint64_t thread_cpu_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
 
 int k3_prefetch_parse_size(const char *s, uint64_t *out) {
     char *end;
@@ -83,22 +91,31 @@ static long page_size(void) {
     return pg;
 }
 
+const char *k3_readahead_name(int mode) {
+    return mode == K3_READAHEAD_EVERY   ? "every selection"
+           : mode == K3_READAHEAD_FIRST ? "first selection of each expert"
+                                        : "off";
+}
+
 static void print_stats(void) {
     k3_prefetch_stats s = k3_prefetch_get_stats();
+    fprintf(stderr, "k3 prefetch: read-ahead %s (%s; model %.1f GB mapped, MemAvailable %.1f GB)\n",
+            k3_readahead_name(s.readahead), P.enable < 0 ? "auto" : "set", s.mapped_bytes / 1e9,
+            s.mem_available / 1e9);
     fprintf(stderr,
             "k3 prefetch: %llu MoE calls, %llu experts selected, %.1f MB read ahead, hit rate "
             "%.3f (%llu of %llu bytes resident), dense locked %.1f MB, experts locked %.1f MB, "
-            "%llu re-rankings, %llu lock failures\n",
+            "%llu re-rankings, %llu lock failures, pool CPU %.3f s\n",
             (unsigned long long)s.calls, (unsigned long long)s.experts, s.prefetch_bytes / 1e6,
             s.need_bytes ? (double)s.resident_bytes / (double)s.need_bytes : 0.0,
             (unsigned long long)s.resident_bytes, (unsigned long long)s.need_bytes,
             s.dense_locked / 1e6, s.experts_locked / 1e6, (unsigned long long)s.rebalances,
-            (unsigned long long)s.lock_failures);
+            (unsigned long long)s.lock_failures, s.pool_cpu_ns / 1e9);
 }
 
 static void init_once(void) {
     const char *e = getenv("K3_PREFETCH"), *b = getenv("K3_RAM_BUDGET"), *s;
-    P.enable = !(e && !strcmp(e, "0"));
+    P.enable = !e || !*e ? -1 : strcmp(e, "0") != 0;
     if (b && *b && k3_prefetch_parse_size(b, &P.budget))
         fprintf(stderr, "k3: K3_RAM_BUDGET=%s is not a size (e.g. 20G); ignored\n", b);
     const char *rf = getenv("K3_ROUTES_FILE");
@@ -121,11 +138,13 @@ static void *worker(void *arg) {
         P.count--;
         P.active++;
         pthread_mutex_unlock(&P.mu);
+        uint64_t t0 = thread_cpu_ns();
         if (j.op == OP_WILLNEED) {
             madvise((void *)j.a, j.n, MADV_WILLNEED);
         } else if (mlock((void *)j.a, j.n)) {
             g_lock_fail++;
         }
+        g_pool_ns += thread_cpu_ns() - t0;
         pthread_mutex_lock(&P.mu);
         P.active--;
         if (!P.count && !P.active) pthread_cond_broadcast(&P.idle);
@@ -186,16 +205,50 @@ static int layer_of(const char *name) {
     return p ? atoi(p + 7) : -1;
 }
 
-/* A new model: reset the counts; lock its dense part up to the budget. */
+/* MemAvailable of /proc/meminfo in bytes (reclaimable page cache included); 0 if unknown.
+ * K3_PREFETCH_MEMAVAIL=SIZE stands in for it (tests of the auto mode). */
+static uint64_t mem_available(void) {
+    const char *o = getenv("K3_PREFETCH_MEMAVAIL");
+    uint64_t v;
+    if (o && *o && !k3_prefetch_parse_size(o, &v)) return v;
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[128];
+    unsigned long long kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+    if (f) fclose(f);
+    return (uint64_t)kb * 1024;
+}
+
+/* Auto read-ahead (K3_PREFETCH unset): every selection when the mapped
+ * weights exceed what this machine can hold (MemAvailable counts the page
+ * cache the model already occupies as available) or a RAM budget is set;
+ * otherwise each expert only the first time it is chosen, which fills the
+ * page cache ahead on a cold start and costs nothing once the model is in. */
+static int readahead_mode(uint64_t mapped, uint64_t avail) {
+    if (P.enable >= 0) return P.enable ? K3_READAHEAD_EVERY : K3_READAHEAD_OFF;
+    if (P.budget || !avail || mapped > avail) return K3_READAHEAD_EVERY;
+    return K3_READAHEAD_FIRST;
+}
+
+/* A new model: reset the counts; choose the read-ahead mode; lock its dense part up to the
+ * budget. */
 static void attach(const k3_model *m) {
     free(P.freq);
     free(P.locked);
+    free(P.seen);
     P.m = m;
     P.nl = m->c->num_hidden_layers;
     P.E = m->c->num_experts;
     P.freq = k3_xcalloc((size_t)P.nl * (size_t)P.E + 1, sizeof *P.freq);
     P.locked = k3_xcalloc((size_t)P.nl * (size_t)P.E + 1, 1);
+    P.seen = k3_xcalloc((size_t)P.nl * (size_t)P.E + 1, 1);
     P.calls_since = 0;
+    P.st.mapped_bytes = 0;
+    for (int i = 0; i < m->ck.st->nfiles; i++)
+        if (m->ck.st->files[i].map) P.st.mapped_bytes += m->ck.st->files[i].size;
+    P.st.mem_available = mem_available();
+    P.st.readahead = readahead_mode(P.st.mapped_bytes, P.st.mem_available);
     P.st.dense_locked = P.st.experts_locked = 0;
     if (!P.budget) return;
     const k3_st *st = m->ck.st;
@@ -274,6 +327,9 @@ void k3_prefetch_route(const k3_model *m, const k3_moe_w *w, const int64_t *star
         P.freq[id] += (uint64_t)(start[e + 1] - start[e]);
         if (P.routes) fprintf(P.routes, " %d", e);
         P.st.experts++;
+        const int ahead = !P.locked[id] && (P.st.readahead == K3_READAHEAD_EVERY ||
+                                            (P.st.readahead == K3_READAHEAD_FIRST && !P.seen[id]));
+        P.seen[id] = 1;
         range r[9];
         int nr = expert_ranges(w, e, r);
         for (int i = 0; i < nr; i++) {
@@ -281,7 +337,7 @@ void k3_prefetch_route(const k3_model *m, const k3_moe_w *w, const int64_t *star
                 P.st.need_bytes += r[i].n;
                 P.st.resident_bytes += resident(r[i]);
             }
-            if (!P.enable || P.locked[id]) continue;
+            if (!ahead) continue;
             for (size_t o = 0; o < r[i].n; o += PIECE) {
                 size_t len = r[i].n - o < PIECE ? r[i].n - o : PIECE;
                 push(OP_WILLNEED, r[i].a + o, len);
@@ -300,7 +356,7 @@ void k3_prefetch_route(const k3_model *m, const k3_moe_w *w, const int64_t *star
 void k3_prefetch_set(int enable, uint64_t ram_budget) {
     pthread_once(&P.once, init_once);
     pthread_mutex_lock(&P.mu);
-    P.enable = enable;
+    P.enable = enable < 0 ? -1 : enable != 0;
     P.budget = ram_budget;
     P.m = NULL; /* re-attach: the dense part is locked under the new budget */
     pthread_mutex_unlock(&P.mu);
@@ -311,6 +367,7 @@ k3_prefetch_stats k3_prefetch_get_stats(void) {
     k3_prefetch_stats s = P.st;
     pthread_mutex_unlock(&P.mu);
     s.lock_failures = g_lock_fail;
+    s.pool_cpu_ns = g_pool_ns;
     return s;
 }
 
@@ -319,6 +376,7 @@ void k3_prefetch_reset_stats(void) {
     P.st.calls = P.st.experts = P.st.need_bytes = P.st.resident_bytes = P.st.prefetch_bytes = 0;
     pthread_mutex_unlock(&P.mu);
     g_lock_fail = 0;
+    g_pool_ns = 0;
 }
 
 void k3_prefetch_count_hits(int on) {

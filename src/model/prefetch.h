@@ -18,7 +18,13 @@
  * only changes where pages live, never what is computed: logits are bitwise
  * those of a run without prefetch or budget (tests/sh/prefetch_residency.sh).
  *
- * K3_PREFETCH=0 turns the read-ahead off (plain mmap faults). Statistics
+ * Read-ahead mode. K3_PREFETCH=1: every selection. K3_PREFETCH=0: off
+ * (plain mmap faults). Unset (auto): every selection when the mapped weight
+ * files are larger than MemAvailable (/proc/meminfo, read when the model is
+ * first routed) or a RAM budget is set; otherwise only the first time each
+ * (layer, expert) is chosen, so a cold start still reads ahead while a model
+ * held in RAM pays no madvise per token (K3_PREFETCH_MEMAVAIL=SIZE replaces
+ * MemAvailable, for tests). Statistics
  * (k3_prefetch_stats): selected expert bytes and how many of them were
  * already resident when the router chose them (mincore; only counted while
  * k3_prefetch_count_hits(1), as k3 bench does). K3_PREFETCH_STATS=1 prints
@@ -35,10 +41,14 @@
 /* The experts with tokens in this call: start[e+1] > start[e] (E + 1 entries). */
 void k3_prefetch_route(const k3_model *m, const k3_moe_w *w, const int64_t *start);
 
-/* Override the environment: enable read-ahead (1/0), RAM budget in bytes (0 = none). */
+/* Override the environment: read-ahead on (1), off (0) or auto (-1); RAM budget in bytes
+ * (0 = none). */
 void k3_prefetch_set(int enable, uint64_t ram_budget);
 /* Parse "24G", "512M", "1000000" (bytes); -1 on error. */
 int k3_prefetch_parse_size(const char *s, uint64_t *out);
+
+enum { K3_READAHEAD_OFF, K3_READAHEAD_FIRST, K3_READAHEAD_EVERY };
+const char *k3_readahead_name(int mode);
 
 typedef struct k3_prefetch_stats {
     uint64_t calls;          /* MoE calls seen */
@@ -50,6 +60,10 @@ typedef struct k3_prefetch_stats {
     uint64_t experts_locked; /* bytes of hot experts locked now */
     uint64_t lock_failures;  /* mlock calls that failed (RLIMIT_MEMLOCK, memory) */
     uint64_t rebalances;
+    uint64_t pool_cpu_ns;   /* CPU time the read-ahead pool's threads spent on their jobs */
+    int readahead;          /* K3_READAHEAD_* chosen for the model */
+    uint64_t mapped_bytes;  /* its weight files, mapped */
+    uint64_t mem_available; /* MemAvailable when it was attached */
 } k3_prefetch_stats;
 k3_prefetch_stats k3_prefetch_get_stats(void);
 void k3_prefetch_reset_stats(void);

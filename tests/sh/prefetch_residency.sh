@@ -2,7 +2,9 @@
 # prefetch_residency.sh — expert read-ahead and the RAM budget never change the logits.
 #
 # k3 logits (decode mode, 40 tokens: 80 MoE calls, so the hot-expert ranking
-# runs several times) with read-ahead off (K3_PREFETCH=0), on (default), and
+# runs several times) with read-ahead off (K3_PREFETCH=0), on (K3_PREFETCH=1),
+# auto (unset) with a model that fits (each expert read ahead once) and one
+# that does not (K3_PREFETCH_MEMAVAIL below the model: every selection), and
 # with RAM budgets that lock the dense part only partly, the dense part and a
 # few hot experts (the set changes between re-rankings), and everything. Every
 # output must be byte-identical to the first. K3_PREFETCH_STATS shows that
@@ -25,9 +27,10 @@ stat_of() { # log, field regex -> number
 for fx in tests/fixtures/tp4-moe "$FIX/tiny-mxfp4"; do
     name=$(basename "$fx")
     i=0
-    for mode in "K3_PREFETCH=0" "K3_PREFETCH=1" "K3_RAM_BUDGET=200K" "K3_RAM_BUDGET=500K" "K3_RAM_BUDGET=1G"; do
+    for mode in "K3_PREFETCH=0" "K3_PREFETCH=1" "K3_RAM_BUDGET=200K" "K3_RAM_BUDGET=500K" "K3_RAM_BUDGET=1G" \
+        "K3_PREFETCH_MEMAVAIL=1T" "K3_PREFETCH_MEMAVAIL=1K"; do
         i=$((i + 1))
-        if ! env "$mode" K3_PREFETCH_STATS=1 "$K3" logits --model "$fx" --tokens "$TOK" --mode decode \
+        if ! env -u K3_PREFETCH "$mode" K3_PREFETCH_STATS=1 "$K3" logits --model "$fx" --tokens "$TOK" --mode decode \
             --out "$TMP/$i.f32" >"$TMP/$i.log" 2>&1; then
             fail "prefetch_${name}_${mode}" "$(tail -1 "$TMP/$i.log")"
             continue
@@ -42,6 +45,11 @@ for fx in tests/fixtures/tp4-moe "$FIX/tiny-mxfp4"; do
     off=$(stat_of "$TMP/1.log" '[0-9.]* MB read ahead')
     awk -v a="$ahead" -v o="$off" 'BEGIN { exit !(a > 0 && o == 0) }' &&
         pass "prefetch_${name}_reads_ahead" || fail "prefetch_${name}_reads_ahead" "on $ahead MB, off $off MB"
+    fits=$(stat_of "$TMP/6.log" '[0-9.]* MB read ahead')
+    big=$(stat_of "$TMP/7.log" '[0-9.]* MB read ahead')
+    grep -q 'read-ahead first selection' "$TMP/6.log" && grep -q 'read-ahead every selection' "$TMP/7.log" &&
+        awk -v a="$ahead" -v f="$fits" -v b="$big" 'BEGIN { exit !(f > 0 && f < a && b == a) }' &&
+        pass "prefetch_${name}_auto" || fail "prefetch_${name}_auto" "fits $fits MB, larger than RAM $big MB, on $ahead MB"
     d3=$(stat_of "$TMP/3.log" 'dense locked [0-9.]*')
     d5=$(stat_of "$TMP/5.log" 'dense locked [0-9.]*')
     e4=$(stat_of "$TMP/4.log" 'experts locked [0-9.]*')
