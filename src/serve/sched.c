@@ -392,7 +392,10 @@ static void prepare(serve_sched *s, int stopping, k3_buf *b) {
         if (serve_pcache_copying(s->cache, &j->copy)) continue; /* its seq is being copied */
         if (stopping) serve_job_cancel(j);
         if (job_cancelled(j)) {
-            job_cancel_now(s, j, b);
+            if (j->closing) /* its answer is complete: only the turn's snapshot is skipped */
+                job_finish(s, j, j->close_reason, b);
+            else
+                job_cancel_now(s, j, b);
             s->active[i] = NULL;
             continue;
         }
