@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/resource.h>
 
 #define BW_BYTES ((size_t)512 << 20) /* ~5x the largest L3 seen on CI machines */
@@ -90,8 +91,28 @@ static uint64_t storage_read_bytes(void) {
 static uint64_t g_decode_read; /* storage bytes read during the timed decode steps */
 /* The timed decode steps' process CPU time (all threads, read-ahead pool included), the
  * kernel's share of it, and major page faults (a page read from storage on access). */
-static double g_decode_cpu, g_decode_sys;
+static double g_decode_cpu, g_decode_sys, g_decode_runq;
 static uint64_t g_decode_majflt;
+
+/* Seconds all this process's threads waited runnable for a CPU (field 2 of
+ * /proc/self/task/<tid>/schedstat, summed); 0 where the kernel does not say. On a shared
+ * machine this separates waiting for a core from waiting for storage. */
+static double runqueue_wait_s(void) {
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    double s = 0;
+    while (d && (e = readdir(d))) {
+        char path[64];
+        unsigned long long run, wait;
+        if (e->d_name[0] == '.') continue;
+        snprintf(path, sizeof path, "/proc/self/task/%.20s/schedstat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f && fscanf(f, "%llu %llu", &run, &wait) == 2) s += 1e-9 * (double)wait;
+        if (f) fclose(f);
+    }
+    if (d) closedir(d);
+    return s;
+}
 
 static void usage_now(double *cpu, double *sys, uint64_t *majflt) {
     struct rusage u;
@@ -250,7 +271,7 @@ static int one_run(k3_seq *s, const int32_t *prompt, long P, long N, float *logi
     if (k3_forward(s, prompt, P, logits, 0) < 0) return -1;
     double t1 = k3_now();
     uint64_t io0 = storage_read_bytes(), mf0, mf1;
-    double c0, s0, c1, s1;
+    double c0, s0, c1, s1, q0 = runqueue_wait_s();
     usage_now(&c0, &s0, &mf0);
     for (long i = 0; i < N; i++) {
         int32_t tok = argmax(logits, V);
@@ -261,6 +282,7 @@ static int one_run(k3_seq *s, const int32_t *prompt, long P, long N, float *logi
     g_decode_cpu += c1 - c0;
     g_decode_sys += s1 - s0;
     g_decode_majflt += mf1 - mf0;
+    g_decode_runq += runqueue_wait_s() - q0;
     *t_prefill = t1 - t0;
     *t_decode = k3_now() - t1;
     return 0;
@@ -272,6 +294,7 @@ typedef struct {
     uint64_t bw_bytes;                  /* working set of the bandwidth measurement */
     double storage_per_token, hit_rate; /* decode: bytes read from storage, expert hit rate */
     double cpu_per_token, sys_per_token, majflt_per_token, wall_per_token; /* decode, seconds */
+    double runq_per_token; /* decode: seconds its threads waited for a core */
     k3_prefetch_stats pf;
     int bw_on_weights; /* 1: over the mapped weight files, 0: an anonymous buffer */
 } model_result;
@@ -321,7 +344,7 @@ static int measure_model(const bench_args *a, model_result *r) {
     double *td = k3_xmalloc(sizeof(double) * (size_t)a->runs);
     int rc = one_run(s, prompt, a->T, a->n < 4 ? a->n : 4, logits, V, &tp[0], &td[0]); /* warm-up */
     g_decode_read = g_decode_majflt = 0;
-    g_decode_cpu = g_decode_sys = 0;
+    g_decode_cpu = g_decode_sys = g_decode_runq = 0;
     double wall = 0;
     k3_prefetch_reset_stats();
     k3_prefetch_count_hits(1);
@@ -336,6 +359,7 @@ static int measure_model(const bench_args *a, model_result *r) {
         r->sys_per_token = g_decode_sys / ntok;
         r->majflt_per_token = (double)g_decode_majflt / ntok;
         r->wall_per_token = wall / ntok;
+        r->runq_per_token = g_decode_runq / ntok;
         r->hit_rate =
             r->pf.need_bytes ? (double)r->pf.resident_bytes / (double)r->pf.need_bytes : 1;
         r->prefill_tps = (double)a->T / median(tp, (int)a->runs);
@@ -382,13 +406,15 @@ static int run_model(const bench_args *a) {
                "\"storage_bytes_per_token\":%.0f,\"expert_hit_rate\":%.4f,"
                "\"decode_wall_s_per_token\":%.6g,\"decode_cpu_s_per_token\":%.6g,"
                "\"decode_sys_s_per_token\":%.6g,\"decode_majflt_per_token\":%.1f,"
+               "\"decode_runqueue_wait_s_per_token\":%.6g,"
                "\"prefetch_pool_cpu_s\":%.6g,\"readahead\":\"%s\"}\n",
                a->model, th, k3_kernels_name(), a->T, a->n, a->runs, r.load_s, r.prefill_tps,
                r.decode_tps, (unsigned long long)r.peak_rss, (unsigned long long)r.weight_bytes,
                (unsigned long long)r.active_bytes, r.bw, (unsigned long long)r.bw_bytes,
                r.bw_on_weights ? "weight files" : "buffer", r.roofline, activation_mode(0),
                r.storage_per_token, r.hit_rate, r.wall_per_token, r.cpu_per_token, r.sys_per_token,
-               r.majflt_per_token, r.pf.pool_cpu_ns / 1e9, k3_readahead_name(r.pf.readahead));
+               r.majflt_per_token, r.runq_per_token, r.pf.pool_cpu_ns / 1e9,
+               k3_readahead_name(r.pf.readahead));
         return 0;
     }
     printf("model            %s (%s kernels, %d threads)\n", a->model, k3_kernels_name(), th);
@@ -413,9 +439,10 @@ static int run_model(const bench_args *a) {
            (double)a->ram_budget / (1 << 30), (double)r.pf.dense_locked / (1 << 20),
            (double)r.pf.experts_locked / (1 << 20));
     printf("decode time      per token: %.1f ms wall, %.1f ms CPU (all threads; %.1f ms in the "
-           "kernel), %.1f major page faults; read-ahead pool %.3f s CPU in all\n",
-           1e3 * r.wall_per_token, 1e3 * r.cpu_per_token, 1e3 * r.sys_per_token, r.majflt_per_token,
-           r.pf.pool_cpu_ns / 1e9);
+           "kernel), %.1f ms waiting for a core (all threads), %.1f major page faults; "
+           "read-ahead pool %.3f s CPU in all\n",
+           1e3 * r.wall_per_token, 1e3 * r.cpu_per_token, 1e3 * r.sys_per_token,
+           1e3 * r.runq_per_token, r.majflt_per_token, r.pf.pool_cpu_ns / 1e9);
     return 0;
 }
 

@@ -14,7 +14,8 @@ field() { grep -o "\"$2\":[^,}]*" "$1" | head -1 | cut -d: -f2 | tr -d '"'; }
 
 if "$K3" bench --model "$FIX/tiny-bf16" -p 5 -n 3 --runs 3 --threads 2 --quick --json >"$TMP/m.json" 2>"$TMP/m.err"; then
     ok=1
-    for k in prefill_tps decode_tps peak_rss_bytes active_bytes_per_token bandwidth_bytes_per_s roofline; do
+    for k in prefill_tps decode_tps peak_rss_bytes active_bytes_per_token bandwidth_bytes_per_s roofline \
+        decode_wall_s_per_token decode_cpu_s_per_token; do
         v=$(field "$TMP/m.json" "$k")
         positive "${v:-0}" || { ok=0; echo "  $k = '$v'"; }
     done
