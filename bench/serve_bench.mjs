@@ -6,7 +6,7 @@
 // streams TOKENS forced tokens (k3_test_force_tokens: the model still runs
 // every step; forcing only fixes the length), and records the time to its
 // first content delta and to its last. Prints one JSON line:
-//   {n, tokens, wall_s, agg_tps, stream_tps_p50, ttft_p50_ms, ttft_p95_ms,
+//   {n, tokens, wall_s, agg_tps, stream_tps_p50, decode_agg_tps, ttft_p50_ms, ttft_p95_ms,
 //    cache_hits, cache_lookups, prefill_tokens, prompt_tokens, errors}
 // Every client has a deadline (60 s + 2 s per token, or CLIENT_S seconds from
 // the environment for slow models), so a stuck server cannot hang the benchmark.
@@ -61,10 +61,15 @@ const h1 = await health();
 const ok = rs.filter((r) => !r.err && r.ttft !== null);
 const total = ok.reduce((a, r) => a + r.n, 0);
 const per = ok.filter((r) => r.n > 1).map((r) => (r.n - 1) / ((r.t_end - r.t_first) / 1000));
+// decode rate of all streams together: tokens after each stream's first, over
+// the span from the first stream's first token to the last stream's last
+const span = ok.length ? (Math.max(...ok.map((r) => r.t_end)) - Math.min(...ok.map((r) => r.t_first))) / 1000 : 0;
+const dec = ok.reduce((a, r) => a + r.n - 1, 0);
 const pc = (h) => h.prompt_cache || {};
 console.log(JSON.stringify({
   n: N, tokens: TOK, wall_s: +wall.toFixed(3), agg_tps: +(total / wall).toFixed(2),
   stream_tps_p50: +(pct(per, 0.5) || 0).toFixed(2),
+  decode_agg_tps: span > 0 ? +(dec / span).toFixed(3) : 0,
   ttft_p50_ms: +(pct(ok.map((r) => r.ttft), 0.5) || 0).toFixed(1),
   ttft_p95_ms: +(pct(ok.map((r) => r.ttft), 0.95) || 0).toFixed(1),
   cache_hits: pc(h1).hits - pc(h0).hits, cache_lookups: pc(h1).lookups - pc(h0).lookups,

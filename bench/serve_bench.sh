@@ -13,8 +13,10 @@
 # clients at once, each the same SYS-character system prompt plus its own
 # user message, TOKENS streamed tokens each (forced ids: the model runs every
 # step, forcing only fixes the length). Per N it prints the medians over the
-# rounds of: aggregate tok/s, per-stream tok/s (p50 over streams), TTFT p50
-# and p95, and the cache hit rate (hits / lookups; tokens reused / prompt
+# rounds of: aggregate tok/s (all tokens / the round's wall time, prefill
+# included), decode tok/s (tokens after each stream's first / the span from
+# the first first-token to the last token), per-stream tok/s (p50 over
+# streams), TTFT p50 and p95, and the cache hit rate (hits / lookups; tokens reused / prompt
 # tokens), as a Markdown table on stdout; raw JSON lines go to stderr.
 # Bounded: every client has a deadline, the whole run a `timeout`, and the
 # server is stopped on exit.
@@ -56,19 +58,22 @@ ns = sorted({r["n"] for r in rows})
 med = lambda v: statistics.median(v) if v else 0
 print(f"model {model}, {threads} threads, {tokens} tokens per stream, {sysc}-character shared "
       f"system prompt, medians of {rounds} interleaved rounds, OMP_WAIT_POLICY={policy}\n")
-print("| streams | aggregate tok/s | per-stream tok/s | TTFT p50 ms | TTFT p95 ms | cache hits | prompt tokens reused | errors |")
-print("|---:|---:|---:|---:|---:|---:|---:|---:|")
-base = None
+print("| streams | aggregate tok/s | decode tok/s | per-stream tok/s | TTFT p50 ms | TTFT p95 ms | cache hits | prompt tokens reused | errors |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+base = dbase = None
+f = lambda v: f"{v:.1f}" if v >= 10 else f"{v:.2f}"
 for n in ns:
     rs = [r for r in rows if r["n"] == n]
     agg = med([r["agg_tps"] for r in rs])
+    dagg = med([r.get("decode_agg_tps", 0) for r in rs])
     base = base or agg
+    dbase = dbase or dagg
     hits = sum(r["cache_hits"] for r in rs); looks = sum(r["cache_lookups"] for r in rs)
     reused = sum(r["cache_tokens_reused"] for r in rs)
     pre = sum(r["prefill_tokens"] for r in rs)
     frac = reused / (reused + pre) if reused + pre else 0
     errs = sum(len(r["errors"]) for r in rs)
-    print(f"| {n} | {agg:.1f} ({agg / base:.2f}x) | {med([r['stream_tps_p50'] for r in rs]):.1f} | "
+    print(f"| {n} | {f(agg)} ({agg / base:.2f}x) | {f(dagg)} ({dagg / (dbase or 1):.2f}x) | {f(med([r['stream_tps_p50'] for r in rs]))} | "
           f"{med([r['ttft_p50_ms'] for r in rs]):.0f} | {med([r['ttft_p95_ms'] for r in rs]):.0f} | "
           f"{hits}/{looks} | {100 * frac:.0f}% | {errs} |")
 PY
