@@ -163,8 +163,14 @@ K3_AVX512_INLINE __m512 block_dot_2(__m512i v, const float *xb) {
 K3_AVX512_INLINE __m512 block_dot(__m512i v, const float *xb, int bits) {
     const int D = lane_codes(bits);
     if (bits == 2) return block_dot_2(v, xb);
-    __m512 t0 = _mm512_mul_ps(_mm512_cvtepu32_ps(_mm512_and_si512(v, digit_mask(bits, 0))),
-                              _mm512_loadu_ps(xb));
+    /* digit 0 of 3/4 bits: a vpermps table on the low 4 bits (j & 7, or j), no AND or convert */
+    const __m512 tab = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, bits == 3 ? 0 : 8, bits == 3 ? 1 : 9,
+                                      bits == 3 ? 2 : 10, bits == 3 ? 3 : 11, bits == 3 ? 4 : 12,
+                                      bits == 3 ? 5 : 13, bits == 3 ? 6 : 14, bits == 3 ? 7 : 15);
+    __m512 f0 = bits == 3 || bits == 4
+                    ? _mm512_permutexvar_ps(v, tab)
+                    : _mm512_cvtepu32_ps(_mm512_and_si512(v, digit_mask(bits, 0)));
+    __m512 t0 = _mm512_mul_ps(f0, _mm512_loadu_ps(xb));
     __m512 t1 = _mm512_mul_ps(_mm512_cvtepu32_ps(_mm512_and_si512(v, digit_mask(bits, 1))),
                               _mm512_loadu_ps(xb + 16));
 #pragma GCC unroll 16
