@@ -8,12 +8,15 @@
 #include "kernels/avx2.h"
 #include "kernels/avx2_decode.h"
 #include "kernels/scratch.h"
+#include "kernels/steal.h"
 #include "quant/dtype.h"
 
 #include <omp.h>
 
 /* Serial below this many weights: a parallel region costs more than it saves. */
 #define K3_PAR_MIN_WEIGHTS 32768
+/* Weight bytes a thread claims at a time from a shared product (steal.h). */
+#define K3_CLAIM_BYTES 65536
 /* Prefetch distance of the decode kernels (bytes ahead in the weight stream). */
 #ifndef K3_PF_BYTES
 #define K3_PF_BYTES 2048
@@ -69,8 +72,27 @@ void k3_parallel_rows(const k3_rows_ctx *c, k3_rows_fn fn) {
         fn(c, 0, R); /* the same per-row code as any split */
         return;
     }
+    const int nt = omp_get_max_threads();
+    if (nt > K3_STEAL_MAX || nb >= ((int64_t)1 << 32)) {
 #pragma omp parallel for schedule(static)
-    for (int64_t b = 0; b < nb; b++) fn(c, b * 16, b * 16 + 16 < R ? b * 16 + 16 : R);
+        for (int64_t b = 0; b < nb; b++) fn(c, b * 16, b * 16 + 16 < R ? b * 16 + 16 : R);
+        return;
+    }
+    /* contiguous shares of 16-row blocks, stolen from the back when a thread
+     * is done (steal.h), claimed K3_CLAIM_BYTES of weights at a time */
+    k3_wmat one = *c->W;
+    one.rows = 1;
+    const uint64_t bb = 16 * k3_wmat_bytes(&one);
+    const int64_t per = bb && bb < K3_CLAIM_BYTES ? (int64_t)(K3_CLAIM_BYTES / bb) : 1;
+    k3_steal st;
+    k3_steal_init(&st, nt, nb, NULL);
+#pragma omp parallel
+    {
+        const int tid = omp_get_thread_num();
+        int64_t b, got;
+        while ((b = k3_steal_next(&st, tid, per, &got)) >= 0)
+            fn(c, b * 16, (b + got) * 16 < R ? (b + got) * 16 : R);
+    }
 }
 
 K3_AVX2 static void float_rows(const k3_rows_ctx *c, int64_t r0, int64_t r1) {

@@ -3,6 +3,7 @@
 #include "kernels/mvset.h"
 #include "kernels/avx2.h"
 #include "kernels/matmul.h"
+#include "kernels/steal.h"
 
 #include <omp.h>
 
@@ -72,6 +73,46 @@ static void run_share(const k3_mv *mv, int n, uint64_t total, int tid, int nt) {
     k3_mvset_range(mv, n, cut_at(mv, n, total, tid, nt), cut_at(mv, n, total, tid + 1, nt));
 }
 
+/* Most products a set runs with stealing (more: static shares). */
+#define MVSET_STEAL_MAX 128
+/* Weight bytes a thread claims at a time. */
+#define MVSET_CLAIM_BYTES 65536
+
+/* The set as blocks of K3_MVSET_ROW_ALIGN rows: product i has blocks
+ * [bo[i], bo[i+1]). */
+static k3_mvpos block_pos(const k3_mv *mv, int n, const int64_t *bo, int64_t b) {
+    for (int i = 0; i < n; i++)
+        if (b < bo[i + 1]) return (k3_mvpos){i, (b - bo[i]) * K3_MVSET_ROW_ALIGN};
+    return (k3_mvpos){n, 0};
+}
+
+/* Shares cut by bytes as k3_mvset_split does, each thread taking its own from
+ * the front and the others' from the back once done (kernels/steal.h). */
+static void run_stealing(const k3_mv *mv, int n, uint64_t total, int nt) {
+    int64_t bo[MVSET_STEAL_MAX + 1], bound[K3_STEAL_MAX + 1];
+    bo[0] = 0;
+    for (int i = 0; i < n; i++) {
+        const int64_t R = mv[i].W->rows > 0 ? mv[i].W->rows : 0;
+        bo[i + 1] = bo[i] + (R + K3_MVSET_ROW_ALIGN - 1) / K3_MVSET_ROW_ALIGN;
+    }
+    for (int t = 0; t <= nt; t++) { /* cuts fall on block starts or product ends */
+        k3_mvpos p = cut_at(mv, n, total, t, nt);
+        bound[t] = p.prod >= n ? bo[n] : bo[p.prod] + p.row / K3_MVSET_ROW_ALIGN;
+    }
+    const uint64_t per_block = bo[n] ? total / (uint64_t)bo[n] : 1;
+    const int64_t per =
+        per_block && per_block < MVSET_CLAIM_BYTES ? (int64_t)(MVSET_CLAIM_BYTES / per_block) : 1;
+    k3_steal st;
+    k3_steal_init(&st, nt, bo[n], bound);
+#pragma omp parallel
+    {
+        const int tid = omp_get_thread_num();
+        int64_t b, got;
+        while ((b = k3_steal_next(&st, tid, per, &got)) >= 0)
+            k3_mvset_range(mv, n, block_pos(mv, n, bo, b), block_pos(mv, n, bo, b + got));
+    }
+}
+
 void k3_mvset_run(const k3_mv *mv, int n) {
     int64_t weights = 0;
     for (int i = 0; i < n; i++)
@@ -81,6 +122,11 @@ void k3_mvset_run(const k3_mv *mv, int n) {
         return;
     }
     const uint64_t total = set_bytes(mv, n);
+    const int nt = omp_get_max_threads();
+    if (n <= MVSET_STEAL_MAX && nt <= K3_STEAL_MAX) {
+        run_stealing(mv, n, total, nt);
+        return;
+    }
 #pragma omp parallel
     run_share(mv, n, total, omp_get_thread_num(), omp_get_num_threads());
 }

@@ -16,6 +16,7 @@
 
 #include "base/mem.h"
 #include "kernels/matmul.h"
+#include "kernels/steal.h"
 
 /* Tokens per pass: bounds the per-block buffers of a long prefill. */
 #define TCHUNK 256
@@ -136,6 +137,40 @@ static int chunks_per_block(int nb, int64_t R) {
     return want < max_chunks ? want : (int)max_chunks;
 }
 
+/* One token: the blocks' rows as 16-row groups, block-major, in contiguous
+ * per-thread shares taken from the front and stolen from the back once a
+ * thread is done (kernels/steal.h), ~64 KiB of weights a claim; a claimed
+ * run is one serial product per block it touches (each row computed as in
+ * the block's whole product). Then the threads split the tree sum. */
+static void one_token_stealing(const k3_wmat *W, int nb, int64_t bc, const float *const *xb,
+                               float *const *leaf, float *Y) {
+    const int64_t R = W->rows, g = (R + 15) / 16;
+    k3_wmat one = k3_wmat_cols(W, 0, bc);
+    one.rows = 1;
+    const uint64_t gb = 16 * k3_wmat_bytes(&one);
+    const int64_t per = gb && gb < 65536 ? (int64_t)(65536 / gb) : 1;
+    k3_steal st;
+    k3_steal_init(&st, omp_get_max_threads(), nb * g, NULL);
+#pragma omp parallel
+    {
+        const int tid = omp_get_thread_num();
+        int64_t i, got;
+        while ((i = k3_steal_next(&st, tid, per, &got)) >= 0)
+            for (int64_t e = i + got; i < e;) { /* the run's piece in block i / g */
+                const int b = (int)(i / g);
+                const int64_t r0 = (i % g) * 16, stop = (int64_t)(b + 1) * g < e ? (b + 1) * g : e;
+                const int64_t r1 =
+                    (stop - (int64_t)b * g) * 16 < R ? (stop - (int64_t)b * g) * 16 : R;
+                k3_wmat Wb = k3_wmat_cols(W, b * bc, bc);
+                k3_wmat Wv = k3_wmat_rows(&Wb, r0, r1 - r0);
+                k3_matvec_serial(&Wv, xb[b], leaf[b] + r0);
+                i = stop;
+            }
+#pragma omp barrier
+        k3_tree_reduce_into(leaf, nb, R, Y);
+    }
+}
+
 /* n tokens (n <= TCHUNK) of the blocked product into Y [n, R]. */
 static void rowpar_pass(const k3_wmat *W, int nb, const float *X, int64_t n, float *Y) {
     const int64_t bc = W->cols / nb, R = W->rows;
@@ -161,6 +196,11 @@ static void rowpar_pass(const k3_wmat *W, int nb, const float *X, int64_t n, flo
     if (R * W->cols * n < PAR_MIN_MACS || omp_in_parallel()) {
         for (int64_t it = 0; it < items; it++) rowpar_item(&j, it);
         k3_tree_reduce_into(leaf, nb, n * R, Y);
+        return;
+    }
+    if (n == 1 && omp_get_max_threads() <= K3_STEAL_MAX &&
+        nb * ((R + 15) / 16) < ((int64_t)1 << 32)) {
+        one_token_stealing(W, nb, bc, xb, leaf, Y);
         return;
     }
 #pragma omp parallel
