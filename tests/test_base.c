@@ -1,6 +1,9 @@
 /* test_base.c — base layer and scalar element types: errors, bf16/f16, E2M1/E8M0, wmat rows. */
 #include "t.h"
 
+#include <stdint.h>
+#include <unistd.h>
+
 #include "base/err.h"
 #include "base/mem.h"
 #include "quant/dtype.h"
@@ -59,11 +62,32 @@ TEST(mxfp4_row_low_nibble_first) {
     CHECK(out[0] == 2.0f && out[1] == 12.0f && out[2] == 0.0f, "%g %g %g", out[0], out[1], out[2]);
 }
 
+TEST(proc_field_reads_first_matching_line) {
+    char path[] = "/tmp/k3_test_proc_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "mkstemp");
+    if (fd < 0) return;
+    FILE *f = fdopen(fd, "w");
+    fputs("MemTotal:       24000 kB\nMemAvailable:   1234 kB\nMemAvailable: 99 kB\n"
+          "read_bytes: 18446744073709551615\n",
+          f);
+    fclose(f);
+    CHECK(k3_proc_field(path, "MemAvailable:") == 1234, "first match");
+    CHECK(k3_proc_field(path, "MemTotal:") == 24000, "first line");
+    CHECK(k3_proc_field(path, "read_bytes:") == UINT64_MAX, "full 64-bit range");
+    CHECK(k3_proc_field(path, "Missing:") == 0, "missing key");
+    CHECK(k3_proc_field(path, "Mem") == 0, "prefix of a key reads the rest as a number: none");
+    unlink(path);
+    CHECK(k3_proc_field(path, "MemTotal:") == 0, "missing file");
+    CHECK(k3_peak_rss() >= k3_current_rss() && k3_current_rss() > 0, "VmHWM >= VmRSS > 0");
+}
+
 int main(void) {
     RUN(err_messages_compose);
     RUN(bf16_round_trip_and_rounding);
     RUN(f16_round_trip_all_codes);
     RUN(mxfp4_table_and_scales);
     RUN(mxfp4_row_low_nibble_first);
+    RUN(proc_field_reads_first_matching_line);
     return t_done();
 }

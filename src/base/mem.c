@@ -127,20 +127,24 @@ char *k3_read_regular_file(const char *path, size_t cap, size_t *len_out) {
     return buf;
 }
 
-static uint64_t status_kb(const char *key) {
-    FILE *f = fopen("/proc/self/status", "r");
+uint64_t k3_proc_field(const char *path, const char *key) {
+    FILE *f = fopen(path, "r");
     if (!f) return 0;
     char line[256];
-    uint64_t kb = 0;
+    uint64_t v = 0;
     size_t kl = strlen(key);
     while (fgets(line, sizeof line, f)) {
         if (strncmp(line, key, kl) == 0) {
-            kb = strtoull(line + kl, NULL, 10);
+            v = strtoull(line + kl, NULL, 10);
             break;
         }
     }
     fclose(f);
-    return kb * 1024;
+    return v;
+}
+
+static uint64_t status_kb(const char *key) {
+    return k3_proc_field("/proc/self/status", key) * 1024;
 }
 
 uint64_t k3_peak_rss(void) {

@@ -27,6 +27,10 @@ char *k3_read_regular_file(const char *path, size_t cap, size_t *len_out);
  * safetensors index, is a few MB). */
 #define K3_SMALL_FILE_MAX ((size_t)64 << 20)
 
+/* The number after `key` on the first line of a /proc-style text file that
+ * starts with it (e.g. "/proc/meminfo", "MemAvailable:"), in the file's own
+ * unit; 0 if the file or the line is missing. */
+uint64_t k3_proc_field(const char *path, const char *key);
 /* Peak resident set size of this process in bytes (VmHWM), 0 if unknown. */
 uint64_t k3_peak_rss(void);
 /* Current resident set size in bytes (VmRSS), 0 if unknown. */

@@ -80,13 +80,7 @@ typedef struct {
 /* Bytes this process caused to be read from storage (/proc/self/io read_bytes; page faults and
  * read-ahead of mapped weights included); 0 where the kernel does not say. */
 static uint64_t storage_read_bytes(void) {
-    FILE *f = fopen("/proc/self/io", "r");
-    char line[128];
-    unsigned long long v = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "read_bytes: %llu", &v) == 1) break;
-    if (f) fclose(f);
-    return v;
+    return k3_proc_field("/proc/self/io", "read_bytes:");
 }
 static uint64_t g_decode_read; /* storage bytes read during the timed decode steps */
 /* The timed decode steps' process CPU time (all threads, read-ahead pool included), the

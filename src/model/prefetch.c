@@ -211,13 +211,7 @@ static uint64_t mem_available(void) {
     const char *o = getenv("K3_PREFETCH_MEMAVAIL");
     uint64_t v;
     if (o && *o && !k3_prefetch_parse_size(o, &v)) return v;
-    FILE *f = fopen("/proc/meminfo", "r");
-    char line[128];
-    unsigned long long kb = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
-    if (f) fclose(f);
-    return (uint64_t)kb * 1024;
+    return k3_proc_field("/proc/meminfo", "MemAvailable:") * 1024;
 }
 
 /* Auto read-ahead (K3_PREFETCH unset): every selection when the mapped
