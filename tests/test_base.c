@@ -79,7 +79,8 @@ TEST(proc_field_reads_first_matching_line) {
     CHECK(k3_proc_field(path, "Mem") == 0, "prefix of a key reads the rest as a number: none");
     unlink(path);
     CHECK(k3_proc_field(path, "MemTotal:") == 0, "missing file");
-    CHECK(k3_peak_rss() >= k3_current_rss() && k3_current_rss() > 0, "VmHWM >= VmRSS > 0");
+    /* Two reads of /proc/self/status: RSS may grow between them, so no order is checked. */
+    CHECK(k3_peak_rss() > 0 && k3_current_rss() > 0, "VmHWM and VmRSS read");
 }
 
 int main(void) {
