@@ -51,6 +51,19 @@ void serve_opts_default(serve_opts *o) {
 
 /* No reply path hands MHD a NULL body: a body that could not be built (a
  * json_dumps failure) becomes a 500 with a fixed JSON error. */
+enum MHD_Result serve_reply_sse(serve_conn *c, MHD_ContentReaderCallback read, void *cls,
+                                MHD_ContentReaderFreeCallback free_cls) {
+    struct MHD_Response *r =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, read, cls, free_cls);
+    MHD_add_response_header(r, "Content-Type", "text/event-stream");
+    MHD_add_response_header(r, "Cache-Control", "no-cache");
+    serve_add_cors(c, r);
+    c->status = 200;
+    enum MHD_Result ok = MHD_queue_response(c->conn, 200, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
 enum MHD_Result serve_reply(serve_conn *c, int status, const char *type, char *body) {
     static const char oom[] = "{\"error\":{\"message\":\"out of memory\",\"type\":"
                               "\"server_error\",\"param\":null,\"code\":null}}";

@@ -78,15 +78,7 @@ static enum MHD_Result reply_stream(serve_conn *c) {
     x->t_sent = k3_now();
     x->conn = c->conn;
     serve_job_retain(c->job);
-    struct MHD_Response *r =
-        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, x, stream_free);
-    MHD_add_response_header(r, "Content-Type", "text/event-stream");
-    MHD_add_response_header(r, "Cache-Control", "no-cache");
-    serve_add_cors(c, r);
-    c->status = 200;
-    enum MHD_Result ok = MHD_queue_response(c->conn, 200, r);
-    MHD_destroy_response(r);
-    return ok;
+    return serve_reply_sse(c, stream_read, x, stream_free);
 }
 
 /* Non-streaming: collect the body the worker produces at the end. */

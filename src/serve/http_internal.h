@@ -60,6 +60,10 @@ typedef struct serve_conn {
 
 /* Queue a response (takes ownership of body), with the CORS headers. */
 enum MHD_Result serve_reply(serve_conn *c, int status, const char *type, char *body);
+/* Queue a 200 server-sent-event stream produced by read(cls) (free_cls frees cls), with
+ * the CORS headers. */
+enum MHD_Result serve_reply_sse(serve_conn *c, MHD_ContentReaderCallback read, void *cls,
+                                MHD_ContentReaderFreeCallback free_cls);
 /* Queue a JSON response (takes ownership of body). */
 enum MHD_Result serve_reply_json(serve_conn *c, int status, char *body);
 enum MHD_Result serve_reply_err(serve_conn *c, const serve_err *e);

@@ -92,15 +92,7 @@ enum MHD_Result serve_run_translated(serve_conn *c, json_t *chat, int stream, co
         s->t_sent = k3_now();
         serve_job_retain(c->job);
         api->begin(ctx, &s->out);
-        struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384,
-                                                                   xstream_read, s, xstream_free);
-        MHD_add_response_header(r, "Content-Type", "text/event-stream");
-        MHD_add_response_header(r, "Cache-Control", "no-cache");
-        serve_add_cors(c, r);
-        c->status = 200;
-        enum MHD_Result ok = MHD_queue_response(c->conn, 200, r);
-        MHD_destroy_response(r);
-        return ok;
+        return serve_reply_sse(c, xstream_read, s, xstream_free);
     }
     serve_xlate x;
     serve_xlate_init(&x);
