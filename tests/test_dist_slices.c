@@ -27,7 +27,7 @@
 
 static char g_dir[4096];
 
-/* ---------- raw checkpoint access, independent of src/io/checkpoint.c ---------- */
+/* ---------- raw checkpoint access, independent of src/quant/checkpoint.c ---------- */
 
 static const k3_tensor *raw(const k3_st *st, const char *fmt, int i) {
     char n[256], full[300];

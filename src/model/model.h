@@ -10,7 +10,7 @@
 #ifndef K3_MODEL_MODEL_H
 #define K3_MODEL_MODEL_H
 
-#include "io/checkpoint.h"
+#include "quant/checkpoint.h"
 #include "k3.h"
 #include "model/comm.h"
 #include "quant/wmat.h"

@@ -13,7 +13,7 @@
 
 #include "base/err.h"
 #include "base/mem.h"
-#include "io/checkpoint.h"
+#include "quant/checkpoint.h"
 #include "io/config.h"
 #include "io/safetensors.h"
 #include "io/st_stream.h"

@@ -1,5 +1,5 @@
 /* checkpoint.c — HF-release and MLX name mapping into k3_wmat views (see checkpoint.h). */
-#include "io/checkpoint.h"
+#include "quant/checkpoint.h"
 #include "base/err.h"
 #include "base/mem.h"
 #include "io/hints.h"

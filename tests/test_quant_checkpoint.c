@@ -1,4 +1,4 @@
-/* test_io_checkpoint.c — loader rejection on broken copies of the tiny fixtures
+/* test_quant_checkpoint.c — loader rejection on broken copies of the tiny fixtures
  * (made in a temp dir): truncated shard, missing shard, missing tensor, wrong
  * shape, wrong dtype, A_log with a non-zero padding tail (message names the key,
  * the stored length and the head count), unsupported config values; plus the
@@ -6,7 +6,7 @@
  * in place as k3_wmat views. */
 #include "base/err.h"
 #include "base/mem.h"
-#include "io/checkpoint.h"
+#include "quant/checkpoint.h"
 #include "k3.h"
 #include "t.h"
 

@@ -14,8 +14,8 @@
  * Weight views point into the mapped files; small fp32 vectors (norms, conv
  * taps, A_log, dt_bias) are converted into caller buffers. Every lookup marks
  * the tensor used so that k3_ckpt_check_unused() can report leftovers. */
-#ifndef K3_IO_CHECKPOINT_H
-#define K3_IO_CHECKPOINT_H
+#ifndef K3_QUANT_CHECKPOINT_H
+#define K3_QUANT_CHECKPOINT_H
 
 #include "io/config.h"
 #include "io/safetensors.h"

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# layers.sh — the layering rule of src/: a file in one layer includes only
+# headers of its own layer or of a lower one, in the order
+#   base < io < quant < kernels < model < text < gen < serve < dist < cli
+# (text needs only base, but sits above model so that gen may use both).
+# One PASS/FAIL line per layer, naming every offending include. A negative
+# control checks that the scan itself catches an upward include.
+set -u
+cd "$(dirname "$0")/../.."
+ORDER="base io quant kernels model text gen serve dist cli"
+
+rank() { # rank NAME -> position in ORDER, or -1 if NAME is not a layer
+    local i=0 l
+    for l in $ORDER; do
+        [ "$l" = "$1" ] && { echo $i; return; }
+        i=$((i + 1))
+    done
+    echo -1
+}
+
+# upward_includes DIR LAYER: "file: #include" for each include of a higher layer.
+upward_includes() {
+    local dir=$1 layer=$2 me f inc target
+    me=$(rank "$layer")
+    for f in "$dir"/*.[ch]; do
+        [ -f "$f" ] || continue
+        while IFS= read -r inc; do
+            target=${inc#*\"}
+            target=${target%%/*}
+            [ "$(rank "$target")" -gt "$me" ] && echo "$f: $inc"
+        done < <(grep -E '^#include "[a-z]+/' "$f")
+    done
+}
+
+for layer in $ORDER; do
+    if [ ! -d "src/$layer" ]; then
+        echo "FAIL layer_$layer (src/$layer is missing)"
+        continue
+    fi
+    bad=$(upward_includes "src/$layer" "$layer")
+    if [ -z "$bad" ]; then
+        echo "PASS layer_$layer"
+    else
+        echo "FAIL layer_$layer includes a higher layer:"
+        echo "$bad" | sed 's/^/  /'
+    fi
+done
+
+# Negative control: a file in io that includes a model header must be reported.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+printf '#include "base/err.h"\n#include "model/model.h"\n' >"$tmp/upward.c"
+if upward_includes "$tmp" io | grep -q 'model/model.h'; then
+    echo "PASS layer_scan_catches_upward_include"
+else
+    echo "FAIL layer_scan_catches_upward_include"
+fi
