@@ -178,9 +178,10 @@ int cmd_quantize(int argc, char **argv) {
            "in %.1f s (conversion %.1f s, peak RSS %.0f MB); checked: %lld tensors, %lld rows "
            "re-quantized, reloaded, one token run; peak RSS %.0f MB\n",
            o.out,
-           o.mxfp4   ? "mxfp4"
-           : o.mixed ? "mixed affine"
-                     : "affine",
+           o.mxfp4        ? "mxfp4"
+           : o.mixed      ? "mixed affine"
+           : o.keep_mxfp4 ? "affine, routed experts kept mxfp4"
+                          : "affine",
            st.nshards, st.nshards == 1 ? "" : "s", st.kept, (double)st.out_bytes / 1e9,
            o.quant_router ? "8-bit" : "in source dtype", (double)st.router_bytes / 1e6,
            k3_now() - t0, t_conv, (double)rss_conv / 1e6, (long long)st.tensors_checked,

@@ -57,6 +57,10 @@ args=(--model "$TMP/fx" --bits 8 --keep-experts-mxfp4 --shard-mb 8)
 n=$(ls "$TMP/full" | grep -c '^model-.*-of-.*\.safetensors$')
 [ "$n" -ge 4 ] && [ -f "$TMP/full/model.safetensors.index.json" ] &&
     pass quantize_stream_sharded || fail quantize_stream_sharded "$n shards"
+# the summary names what was kept, not only "affine"
+grep -q '^wrote .*(affine, routed experts kept mxfp4, ' "$TMP/full.log" &&
+    pass quantize_stream_summary_names_kept_mxfp4 ||
+    fail quantize_stream_summary_names_kept_mxfp4 "$(grep '^wrote' "$TMP/full.log")"
 same_dirs() { # A B: same file names, every file byte-identical
     [ "$(ls "$1")" = "$(ls "$2")" ] || return 1
     for f in "$1"/*; do cmp -s "$f" "$2/$(basename "$f")" || return 1; done
