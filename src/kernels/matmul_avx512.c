@@ -27,7 +27,7 @@
     static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx2,fma,"       \
                                                        "f16c")))
 
-enum { PANEL_ROWS = 32, TILE_TOKENS = 12 };
+enum { PANEL_ROWS = 32, TILE_TOKENS = 12, PANEL_COLS = 1024 };
 
 /* Eight rows of an MLX affine matrix straight into panel columns g..g+7:
  * per group the rows' scales and biases are broadcast once, each 8-code
@@ -113,13 +113,20 @@ K3_AVX512 static void pack_panel(const k3_wmat *W, int64_t r0, int n, float *row
     }
 }
 
-/* Y[j, 0..nr) = sum_k X[j, k] P[k, 0..nr) for j < NT (a compile-time
- * constant after inlining); named accumulators, one FMA per k in order. */
-#define TILE_ZERO(j) __m512 c##j##a = _mm512_setzero_ps(), c##j##b = c##j##a
+/* Y[j, 0..nr) (+)= sum_k X[j, k] P[k, 0..nr) for j < NT (a compile-time
+ * constant after inlining), k < K, X rows ldx apart; named accumulators, one
+ * FMA per k in order, starting from zero or (acc) from the f32 partial sums
+ * a previous column chunk stored in Y, which continues the same chain. */
+#define TILE_ZERO(j)                                                                               \
+    __m512 c##j##a = _mm512_setzero_ps(), c##j##b = c##j##a;                                       \
+    if (acc && NT > j) {                                                                           \
+        c##j##a = _mm512_maskz_loadu_ps(m0, Y + j * R);                                            \
+        c##j##b = _mm512_maskz_loadu_ps(m1, Y + j * R + 16);                                       \
+    }
 #define TILE_ROW(j)                                                                                \
     do {                                                                                           \
         if (NT > j) {                                                                              \
-            __m512 a = _mm512_set1_ps(X[j * K + k]);                                               \
+            __m512 a = _mm512_set1_ps(X[j * ldx + k]);                                             \
             c##j##a = _mm512_fmadd_ps(a, b0, c##j##a);                                             \
             c##j##b = _mm512_fmadd_ps(a, b1, c##j##b);                                             \
         }                                                                                          \
@@ -131,8 +138,10 @@ K3_AVX512 static void pack_panel(const k3_wmat *W, int64_t r0, int n, float *row
             _mm512_mask_storeu_ps(Y + j * R + 16, m1, c##j##b);                                    \
         }                                                                                          \
     } while (0)
-K3_AVX512_INLINE void tile(const float *P, const float *X, int64_t K, int NT, float *Y, int64_t R,
-                           int nr) {
+K3_AVX512_INLINE void tile(const float *P, const float *X, int64_t ldx, int64_t K, int acc, int NT,
+                           float *Y, int64_t R, int nr) {
+    const __mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1);
+    const __mmask16 m1 = nr >= 32 ? 0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
     TILE_ZERO(0);
     TILE_ZERO(1);
     TILE_ZERO(2);
@@ -161,8 +170,6 @@ K3_AVX512_INLINE void tile(const float *P, const float *X, int64_t K, int NT, fl
         TILE_ROW(10);
         TILE_ROW(11);
     }
-    __mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1);
-    __mmask16 m1 = nr >= 32 ? 0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
     TILE_STORE(0);
     TILE_STORE(1);
     TILE_STORE(2);
@@ -182,11 +189,11 @@ K3_AVX512_INLINE void tile(const float *P, const float *X, int64_t K, int NT, fl
 
 /* One instantiation per token count, so each tile keeps only the
  * accumulators it uses in registers. */
-K3_AVX512 static void tile_any(const float *P, const float *X, int64_t K, int nt, float *Y,
-                               int64_t R, int nr) {
+K3_AVX512 static void tile_any(const float *P, const float *X, int64_t ldx, int64_t K, int acc,
+                               int nt, float *Y, int64_t R, int nr) {
 #define CASE(n)                                                                                    \
     case n:                                                                                        \
-        tile(P, X, K, n, Y, R, nr);                                                                \
+        tile(P, X, ldx, K, acc, n, Y, R, nr);                                                      \
         return
     switch (nt) {
         CASE(12);
@@ -201,22 +208,40 @@ K3_AVX512 static void tile_any(const float *P, const float *X, int64_t K, int nt
         CASE(3);
         CASE(2);
     default:
-        tile(P, X, K, 1, Y, R, nr);
+        tile(P, X, ldx, K, acc, 1, Y, R, nr);
     }
 #undef CASE
 }
 
-/* Rows [r0, r0+n) of Y for all T tokens: pack the panel once, then one
- * register tile per 12 tokens. */
+/* Columns per panel chunk: a multiple of every group size, so a chunk is a
+ * column view that packs like a whole matrix; the whole row when the group
+ * does not divide it. */
+static int64_t chunk_cols(const k3_wmat *W) {
+    int64_t g = W->fmt == K3_W_MXFP4 || W->fmt == K3_W_AFFINE ? W->group : 8;
+    return g > 0 && PANEL_COLS % g == 0 && W->cols > PANEL_COLS ? PANEL_COLS : W->cols;
+}
+
+/* Rows [r0, r0+n) of Y for all T tokens, one chunk of PANEL_COLS columns at
+ * a time: pack the chunk's panel (32 x 1024 floats, 128 KiB: it stays in L2
+ * while every 12-token tile reads it, where a whole 7168-column panel plus
+ * the tokens' rows did not), then run the tiles over it, each continuing
+ * from the partial sums the previous chunk stored in Y. Per output this is
+ * the same FMA chain in the same column order as one pass over all columns
+ * (the f32 partial sum is stored and reloaded exactly), so the bits do not
+ * depend on the chunking. */
 K3_AVX512 static void panel_product(const k3_wmat *W, int64_t r0, int n, const float *X, int64_t T,
                                     float *Y) {
-    const int64_t K = W->cols, kp = k3_round8(K), R = W->rows;
+    const int64_t K = W->cols, R = W->rows, kc = chunk_cols(W), kp = k3_round8(kc);
     float *buf = k3_scratch(K3_SCRATCH_PANEL, sizeof(float) * (size_t)((8 + PANEL_ROWS) * kp));
     float *P = buf, *rows = buf + PANEL_ROWS * kp; /* P first: 64-byte aligned */
-    pack_panel(W, r0, n, rows, P);
-    for (int64_t t = 0; t < T; t += TILE_TOKENS) {
-        int nt = T - t < TILE_TOKENS ? (int)(T - t) : TILE_TOKENS;
-        tile_any(P, X + t * K, K, nt, Y + t * R + r0, R, n);
+    for (int64_t c0 = 0; c0 < K; c0 += kc) {
+        const int64_t kn = K - c0 < kc ? K - c0 : kc;
+        const k3_wmat V = kn == K ? *W : k3_wmat_cols(W, c0, kn);
+        pack_panel(&V, r0, n, rows, P);
+        for (int64_t t = 0; t < T; t += TILE_TOKENS) {
+            int nt = T - t < TILE_TOKENS ? (int)(T - t) : TILE_TOKENS;
+            tile_any(P, X + t * K + c0, K, kn, c0 > 0, nt, Y + t * R + r0, R, n);
+        }
     }
 }
 
