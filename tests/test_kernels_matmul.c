@@ -259,6 +259,28 @@ TEST(mxfp4_scale_edges) {
         }
         CHECK(isnan(y[2]) && isnan(ref[2]), "K=%lld: NaN scale gave %g (ref %g)", (long long)K,
               y[2], ref[2]);
+        /* the same rows through the few-token kernel (3 tokens) and the
+         * chunked panel (17): every token equals the one-token bound */
+        const int64_t Tm[] = {3, 17};
+        for (int q = 0; q < 2; q++) {
+            const int64_t T = Tm[q];
+            float *X = malloc(sizeof(float) * (size_t)(T * K)), Y[3 * 17];
+            for (int64_t t = 0; t < T; t++) memcpy(X + t * K, x, sizeof(float) * (size_t)K);
+            k3_matmul(&m.w, X, T, Y);
+            for (int64_t t = 0; t < T; t++) {
+                for (int r = 0; r < 2; r++) {
+                    k3_wmat_row(&m.w, r, 0, K, row);
+                    double s = 0;
+                    for (int64_t c = 0; c < K; c++) s += fabs((double)row[c] * x[c]);
+                    CHECK(fabs((double)Y[t * 3 + r] - ref[r]) <= 1e-5 * s,
+                          "K=%lld T=%lld row %d: %g vs ref %g", (long long)K, (long long)T, r,
+                          Y[t * 3 + r], ref[r]);
+                }
+                CHECK(isnan(Y[t * 3 + 2]), "K=%lld T=%lld: NaN scale gave %g", (long long)K,
+                      (long long)T, Y[t * 3 + 2]);
+            }
+            free(X);
+        }
         free(row);
         free(x);
         free_mat(&m);

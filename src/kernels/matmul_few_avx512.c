@@ -32,6 +32,12 @@
     static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx2,fma,"       \
                                                        "f16c")))
 
+/* k3_mxfp4_half_scale(e) for every E8M0 byte e (filled before main). */
+static float half_scale[256];
+__attribute__((constructor)) static void half_scale_init(void) {
+    for (int e = 0; e < 256; e++) half_scale[e] = k3_mxfp4_half_scale((uint8_t)e);
+}
+
 /* Format kinds the block kernel is instantiated for. */
 enum { F_F32, F_F16, F_BF16, F_MXFP4, F_AFF8, F_AFFX };
 
@@ -46,14 +52,17 @@ K3_AVX512_INLINE __m512 dec16(const k3_wmat *W, int64_t r, int64_t c, int n, int
         return _mm512_castsi512_ps(
             _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, row + 2 * c)), 16));
     if (kind == F_MXFP4) {
-        const __m128i lut = _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
-        const __m128i m15 = _mm_set1_epi8(15);
+        /* byte j/2 of the 8 into dword j, shifted so its low nibble is the
+         * code of column c + j; vpermps reads only those 4 bits of each
+         * index and gives 2 * E2M1 as f32 (the same floats as converting the
+         * old int8 table), times the half scale from a 256-entry table */
+        const __m512 lut = _mm512_setr_ps(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
+        const __m512i sh = _mm512_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4);
         __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)(row + c / 2));
-        __m128i lo = _mm_shuffle_epi8(lut, _mm_and_si128(b, m15));
-        __m128i hi = _mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(b, 4), m15));
-        __m512 w = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_unpacklo_epi8(lo, hi)));
+        __m512i idx = _mm512_srlv_epi32(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(b, b)), sh);
         const uint8_t *sc = W->scales + (size_t)r * W->scale_stride;
-        return _mm512_mul_ps(w, _mm512_set1_ps(k3_mxfp4_half_scale(sc[c / 32])));
+        return _mm512_mul_ps(_mm512_permutexvar_ps(idx, lut),
+                             _mm512_set1_ps(half_scale[sc[c / 32]]));
     }
     /* affine: the codes only; block() applies fma(q, scale, bias) */
     __m512 q;
