@@ -30,6 +30,9 @@ void k3_matmul_avx512(const k3_wmat *W, const float *X, int64_t T, float *Y);
  * panel; token t's result depends on W's row and X's token t alone (not on
  * T, the row range or threads). Serial. Any T; meant for T <= 16. */
 int k3_few_avx512_supports(const k3_wmat *W);
+/* MXFP4 codes decoded with AVX-512 VBMI where the CPU has it (1, the
+ * default) or without (0): the same floats, so the same bits (tests). */
+void k3_few_avx512_set_vbmi(int on);
 void k3_matmul_few_avx512(const k3_wmat *W, const float *X, int64_t T, float *Y);
 /* Rows [r0, r1) of Y [T, W->rows] only (a thread's share). */
 void k3_matmul_few_rows_avx512(const k3_wmat *W, int64_t r0, int64_t r1, const float *X, int64_t T,

@@ -24,8 +24,11 @@
 #include "kernels/avx2_decode.h"
 #include "quant/dtype.h"
 
+#include "kernels/cpu.h"
+
 #include <immintrin.h>
 #include <omp.h>
+#include <string.h>
 
 #define K3_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
 #define K3_AVX512_INLINE                                                                           \
@@ -39,7 +42,7 @@ __attribute__((constructor)) static void half_scale_init(void) {
 }
 
 /* Format kinds the block kernel is instantiated for. */
-enum { F_F32, F_F16, F_BF16, F_MXFP4, F_AFF8, F_AFFX };
+enum { F_F32, F_F16, F_BF16, F_MXFP4, F_AFF8, F_AFFX, F_MXFP4V };
 
 /* 16 weights of row r from column c (c % 16 == 0) as f32; lanes >= n are 0
  * (n < 16 only for the float formats' last step). */
@@ -60,6 +63,24 @@ K3_AVX512_INLINE __m512 dec16(const k3_wmat *W, int64_t r, int64_t c, int n, int
         const __m512i sh = _mm512_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4);
         __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)(row + c / 2));
         __m512i idx = _mm512_srlv_epi32(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(b, b)), sh);
+        const uint8_t *sc = W->scales + (size_t)r * W->scale_stride;
+        return _mm512_mul_ps(_mm512_permutexvar_ps(idx, lut),
+                             _mm512_set1_ps(half_scale[sc[c / 32]]));
+    }
+    if (kind == F_MXFP4V) {
+        /* the same indices by one AVX-512 VBMI vpmultishiftqb of the 8
+         * bytes broadcast to every qword: dword 2q gets bits 8q.. (code
+         * 2q in its low nibble), dword 2q+1 bits 8q+4.. (code 2q+1); only
+         * run where the CPU has VBMI (kind_of), written as asm so this file
+         * keeps its target. Same floats in the same lanes as F_MXFP4. */
+        const __m512 lut = _mm512_setr_ps(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
+        const __m512i ctl =
+            _mm512_setr_epi64(0 | 4LL << 32, 8 | 12LL << 32, 16 | 20LL << 32, 24 | 28LL << 32,
+                              32 | 36LL << 32, 40 | 44LL << 32, 48 | 52LL << 32, 56 | 60LL << 32);
+        int64_t q8;
+        memcpy(&q8, row + c / 2, 8);
+        __m512i src = _mm512_set1_epi64(q8), idx;
+        __asm__("vpmultishiftqb %2, %1, %0" : "=v"(idx) : "v"(ctl), "v"(src));
         const uint8_t *sc = W->scales + (size_t)r * W->scale_stride;
         return _mm512_mul_ps(_mm512_permutexvar_ps(idx, lut),
                              _mm512_set1_ps(half_scale[sc[c / 32]]));
@@ -203,12 +224,20 @@ KIND_FNS(F_BF16)
 KIND_FNS(F_MXFP4)
 KIND_FNS(F_AFF8)
 KIND_FNS(F_AFFX)
+KIND_FNS(F_MXFP4V)
 
 typedef void (*rows_fn)(const k3_wmat *, int64_t, int, const float *, float *, int64_t);
 #define KIND_TABLE(KIND)                                                                           \
     { rows_##KIND##_1, rows_##KIND##_2, rows_##KIND##_3, rows_##KIND##_4 }
-static const rows_fn table[6][4] = {KIND_TABLE(F_F32),   KIND_TABLE(F_F16),  KIND_TABLE(F_BF16),
-                                    KIND_TABLE(F_MXFP4), KIND_TABLE(F_AFF8), KIND_TABLE(F_AFFX)};
+static const rows_fn table[7][4] = {KIND_TABLE(F_F32),   KIND_TABLE(F_F16),  KIND_TABLE(F_BF16),
+                                    KIND_TABLE(F_MXFP4), KIND_TABLE(F_AFF8), KIND_TABLE(F_AFFX),
+                                    KIND_TABLE(F_MXFP4V)};
+
+static int mxfp4_vbmi = 1; /* k3_few_avx512_set_vbmi */
+
+void k3_few_avx512_set_vbmi(int on) {
+    mxfp4_vbmi = on;
+}
 
 static int kind_of(const k3_wmat *W) {
     switch (W->fmt) {
@@ -219,7 +248,7 @@ static int kind_of(const k3_wmat *W) {
     case K3_W_BF16:
         return F_BF16;
     case K3_W_MXFP4:
-        return F_MXFP4;
+        return mxfp4_vbmi && k3_cpu_has_avx512_vbmi() ? F_MXFP4V : F_MXFP4;
     default:
         return W->bits == 8 ? F_AFF8 : F_AFFX;
     }
