@@ -9,6 +9,18 @@
 
 #include "quant/wmat.h"
 
+/* Software prefetch distance of the decode kernels that stream at the memory
+ * rate (f32/f16/bf16 rows, MXFP4): bytes ahead in the weight stream. The
+ * hardware streamer stops at 4 KiB page boundaries of the mapped checkpoint,
+ * and at ~30 GB/s per core (Zen 5) 2 KiB covers only ~70 ns of memory
+ * latency: one core, thread CPU time, 176 MiB bf16 streaming 18-20 GB/s at
+ * 2 KiB, 23-27 at 4 KiB, 26-30 at 8 KiB, 27 at 16 KiB; MXFP4 (93 MiB)
+ * 12-15.5 / 14.5-17.6 / 15.6-18.7 / 18.1-18.4 (bench/RESULTS.md). The affine
+ * kernels keep their own 2 KiB (K3_PF_BYTES): 4-bit measured 4% slower at 8. */
+#ifndef K3_PF_STREAM_BYTES
+#define K3_PF_STREAM_BYTES 8192
+#endif
+
 /* 1 if the AVX2 kernels handle W's format and shape (quantized formats need
  * cols to be a multiple of the group size). */
 int k3_avx2_supports(const k3_wmat *W);

@@ -17,10 +17,6 @@
 #define K3_PAR_MIN_WEIGHTS 32768
 /* Weight bytes a thread claims at a time from a shared product (steal.h). */
 #define K3_CLAIM_BYTES 65536
-/* Prefetch distance of the decode kernels (bytes ahead in the weight stream). */
-#ifndef K3_PF_BYTES
-#define K3_PF_BYTES 2048
-#endif
 
 int k3_avx2_supports(const k3_wmat *W) {
     switch (W->fmt) {
@@ -50,10 +46,10 @@ K3_AVX2_INLINE float dot_float_row(k3_wfmt fmt, const uint8_t *row, const float 
                        : k3_dec8_bf16(row, cc))
     const int esz = fmt == K3_W_F32 ? 4 : 2;
     for (; c + 32 <= K; c += 32) {
-        /* software prefetch K3_PF_BYTES ahead: the hardware streamer stops at
-         * 4 KiB page boundaries of the mapped checkpoint */
-        _mm_prefetch((const char *)row + c * esz + K3_PF_BYTES, _MM_HINT_T0);
-        if (esz == 4) _mm_prefetch((const char *)row + c * esz + K3_PF_BYTES + 64, _MM_HINT_T0);
+        /* software prefetch K3_PF_STREAM_BYTES ahead (avx2.h) */
+        _mm_prefetch((const char *)row + c * esz + K3_PF_STREAM_BYTES, _MM_HINT_T0);
+        if (esz == 4)
+            _mm_prefetch((const char *)row + c * esz + K3_PF_STREAM_BYTES + 64, _MM_HINT_T0);
         a0 = _mm256_fmadd_ps(DEC(c), _mm256_loadu_ps(x + c), a0);
         a1 = _mm256_fmadd_ps(DEC(c + 8), _mm256_loadu_ps(x + c + 8), a1);
         a2 = _mm256_fmadd_ps(DEC(c + 16), _mm256_loadu_ps(x + c + 16), a2);
@@ -212,7 +208,7 @@ K3_AVX2_INLINE float dot_mxfp4_row(const k3_wmat *W, int64_t r, const float *xp)
     __m256 y0 = _mm256_setzero_ps(), y1 = y0;
     for (int64_t g = 0; g < W->cols / 32; g++) {
         const float *xg = xp + g * 32;
-        if (!(g & 3)) _mm_prefetch((const char *)row + g * 16 + K3_PF_BYTES, _MM_HINT_T0);
+        if (!(g & 3)) _mm_prefetch((const char *)row + g * 16 + K3_PF_STREAM_BYTES, _MM_HINT_T0);
         __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(row + g * 16));
         __m128i lo = _mm_shuffle_epi8(lut, _mm_and_si128(b, m));
         __m128i hi = _mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(b, 4), m));

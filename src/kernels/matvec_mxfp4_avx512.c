@@ -34,10 +34,6 @@
     static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx2,fma,"       \
                                                        "f16c")))
 
-#ifndef K3_PF_BYTES
-#define K3_PF_BYTES 2048
-#endif
-
 #define SC_CHUNK 64 /* groups whose scales are converted at once (16 blocks) */
 
 /* x in the kernel's lane order (see the top of the file); xq has K floats. */
@@ -82,7 +78,7 @@ K3_AVX512_INLINE float mxfp4_row(const k3_wmat *W, int64_t r, const float *xq) {
         for (int64_t g = g0; g < g1; g += 4) {
             const uint8_t *p = row + g * 16;
             const float *xb = xq + g * 32;
-            _mm_prefetch((const char *)p + K3_PF_BYTES, _MM_HINT_T0);
+            _mm_prefetch((const char *)p + K3_PF_STREAM_BYTES, _MM_HINT_T0);
             __m512i d = _mm512_permutexvar_epi32(perm, _mm512_loadu_si512(p));
             __m512 a0 = _mm512_mul_ps(_mm512_permutexvar_ps(d, lut), _mm512_loadu_ps(xb));
             __m512 a1 = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(d, 4), lut),
