@@ -604,6 +604,34 @@ TEST(few_avx512_rows) {
     k3_kernels_set_mode(K3_KERNELS_AUTO);
 }
 
+/* The bf16 few-token kernel (matmul_few_bf16_avx512.c: activations
+ * de-interleaved per 32 columns, zero past K, 4 x 4 tiles, column chunks of
+ * 2048 at 4 tokens and 8192 at 1): within the reference bound, threaded ==
+ * serial, token t independent of T and of row slices, on K with 1..31
+ * columns past a multiple of 32, K past the chunks, rows around the 16-row
+ * passes and the 64-row thread blocks, and a column view at an odd offset. */
+TEST(few_bf16_avx512) {
+    k3_kernels_set_mode(K3_KERNELS_AVX512);
+    const int64_t Ks[] = {1, 17, 31, 32, 33, 95, 2047, 2080, 4127};
+    const int64_t Rs[] = {21, 30, 33, 70, 131};
+    for (int i = 0; i < 9; i++) {
+        owned_mat m = make_mat(K3_W_BF16, Rs[i % 5], Ks[i], 0, 0, K3_W_F32);
+        check_product("bf16 few", &m.w, 2 + i % 7);
+        few_rows_same_bits("bf16 few", &m.w, 8);
+        free_mat(&m);
+    }
+    owned_mat w = make_mat(K3_W_BF16, 25, 8225, 0, 0, K3_W_F32); /* past the 1-token chunk */
+    check_product("bf16 8225", &w.w, 8);
+    few_rows_same_bits("bf16 8225", &w.w, 3);
+    free_mat(&w);
+    owned_mat b = make_mat(K3_W_BF16, 90, 600, 0, 0, K3_W_F32);
+    k3_wmat v = k3_wmat_cols(&b.w, 37, 501);
+    check_product("bf16 column view", &v, 5);
+    few_rows_same_bits("bf16 column view", &v, 8);
+    free_mat(&b);
+    k3_kernels_set_mode(K3_KERNELS_AUTO);
+}
+
 /* The AVX2-only family (what CI machines without AVX-512 run), forced. */
 TEST(avx2_only_mode) {
     k3_kernels_set_mode(K3_KERNELS_AVX2);
@@ -635,6 +663,7 @@ int main(void) {
     if (k3_cpu_has_avx512()) RUN(avx2_only_mode);
     if (k3_cpu_has_avx512()) RUN(matmul_avx512_bitwise_avx2);
     if (k3_cpu_has_avx512()) RUN(few_avx512_rows);
+    if (k3_cpu_has_avx512()) RUN(few_bf16_avx512);
     printf("  (%d products compared)\n", n_compared);
     return t_done();
 }

@@ -34,8 +34,16 @@ int k3_few_avx512_supports(const k3_wmat *W);
  * default) or without (0): the same floats, so the same bits (tests). */
 void k3_few_avx512_set_vbmi(int on);
 void k3_matmul_few_avx512(const k3_wmat *W, const float *X, int64_t T, float *Y);
-/* Rows [r0, r1) of Y [T, W->rows] only (a thread's share). */
-void k3_matmul_few_rows_avx512(const k3_wmat *W, int64_t r0, int64_t r1, const float *X, int64_t T,
+/* X as the rows kernel reads it: X itself, or for bf16 the tokens
+ * de-interleaved per 32 columns in this thread's scratch (valid until the
+ * thread's next prepare; other threads may read it meanwhile). */
+const float *k3_few_avx512_prepare(const k3_wmat *W, const float *X, int64_t T);
+/* Rows [r0, r1) of Y [T, W->rows] only (a thread's share), on prepared X. */
+void k3_matmul_few_rows_avx512(const k3_wmat *W, int64_t r0, int64_t r1, const float *Xp, int64_t T,
                                float *Y);
+/* The bf16 case (matmul_few_bf16_avx512.c). */
+const float *k3_few_bf16_prepare(const k3_wmat *W, const float *X, int64_t T);
+void k3_matmul_few_bf16_rows(const k3_wmat *W, int64_t r0, int64_t r1, const float *xd, int64_t T,
+                             float *Y);
 
 #endif

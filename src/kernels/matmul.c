@@ -63,10 +63,11 @@ static void matmul_few_threaded(const k3_wmat *W, const float *X, int64_t T, flo
         k3_matmul_few_avx512(W, X, T, Y);
         return;
     }
+    const float *Xp = k3_few_avx512_prepare(W, X, T); /* once, shared by the threads */
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t b = 0; b < nb; b++)
         k3_matmul_few_rows_avx512(
-            W, b * FEW_ROWS, b * FEW_ROWS + FEW_ROWS < R ? b * FEW_ROWS + FEW_ROWS : R, X, T, Y);
+            W, b * FEW_ROWS, b * FEW_ROWS + FEW_ROWS < R ? b * FEW_ROWS + FEW_ROWS : R, Xp, T, Y);
 }
 
 void k3_matmul(const k3_wmat *W, const float *X, int64_t T, float *Y) {

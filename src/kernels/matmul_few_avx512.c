@@ -1,5 +1,7 @@
 /* matmul_few_avx512.c — AVX-512 few-token product (2..16 tokens: batched
  * decode, and the routed experts of a prefill, a handful of tokens each).
+ * bf16 has its own kernel (matmul_few_bf16_avx512.c); this file runs f32,
+ * f16, MXFP4 and affine and dispatches.
  *
  * The prefill tile (matmul_avx512.c) first packs every weight into a k-major
  * panel; with a handful of tokens the packing costs more than the FMAs. Here
@@ -8,7 +10,7 @@
  * 1.5x slower) keeps one 16-lane accumulator per (row, token); per step of
  * 16 columns the
  * RB rows are decoded to f32 in registers (the same floats as the panel
- * decoders: bf16 widening, f16 conversion, MXFP4 2*E2M1 x half-scale, affine
+ * decoders: f16 conversion, MXFP4 2*E2M1 x half-scale, affine
  * fma(code, scale, bias)) and each is multiplied with the TB token vectors.
  * The 16 accumulators are then summed lane-wise by one transposing tree (the
  * same tree for every accumulator) into one vector whose lane i is output i.
@@ -42,7 +44,7 @@ __attribute__((constructor)) static void half_scale_init(void) {
 }
 
 /* Format kinds the block kernel is instantiated for. */
-enum { F_F32, F_F16, F_BF16, F_MXFP4, F_AFF8, F_AFFX, F_MXFP4V };
+enum { F_F32, F_F16, F_MXFP4, F_AFF8, F_AFFX, F_MXFP4V };
 
 /* 16 weights of row r from column c (c % 16 == 0) as f32; lanes >= n are 0
  * (n < 16 only for the float formats' last step). */
@@ -51,9 +53,6 @@ K3_AVX512_INLINE __m512 dec16(const k3_wmat *W, int64_t r, int64_t c, int n, int
     const __mmask16 m = n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
     if (kind == F_F32) return _mm512_maskz_loadu_ps(m, row + 4 * c);
     if (kind == F_F16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row + 2 * c));
-    if (kind == F_BF16)
-        return _mm512_castsi512_ps(
-            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, row + 2 * c)), 16));
     if (kind == F_MXFP4) {
         /* byte j/2 of the 8 into dword j, shifted so its low nibble is the
          * code of column c + j; vpermps reads only those 4 bits of each
@@ -220,7 +219,6 @@ K3_AVX512_INLINE void block(const k3_wmat *W, int64_t r0, int nr, const float *X
     ROWS_FN(KIND, 4, 4)
 KIND_FNS(F_F32)
 KIND_FNS(F_F16)
-KIND_FNS(F_BF16)
 KIND_FNS(F_MXFP4)
 KIND_FNS(F_AFF8)
 KIND_FNS(F_AFFX)
@@ -229,9 +227,8 @@ KIND_FNS(F_MXFP4V)
 typedef void (*rows_fn)(const k3_wmat *, int64_t, int, const float *, float *, int64_t);
 #define KIND_TABLE(KIND)                                                                           \
     { rows_##KIND##_1, rows_##KIND##_2, rows_##KIND##_3, rows_##KIND##_4 }
-static const rows_fn table[7][4] = {KIND_TABLE(F_F32),   KIND_TABLE(F_F16),  KIND_TABLE(F_BF16),
-                                    KIND_TABLE(F_MXFP4), KIND_TABLE(F_AFF8), KIND_TABLE(F_AFFX),
-                                    KIND_TABLE(F_MXFP4V)};
+static const rows_fn table[6][4] = {KIND_TABLE(F_F32),  KIND_TABLE(F_F16),  KIND_TABLE(F_MXFP4),
+                                    KIND_TABLE(F_AFF8), KIND_TABLE(F_AFFX), KIND_TABLE(F_MXFP4V)};
 
 static int mxfp4_vbmi = 1; /* k3_few_avx512_set_vbmi */
 
@@ -245,8 +242,6 @@ static int kind_of(const k3_wmat *W) {
         return F_F32;
     case K3_W_F16:
         return F_F16;
-    case K3_W_BF16:
-        return F_BF16;
     case K3_W_MXFP4:
         return mxfp4_vbmi && k3_cpu_has_avx512_vbmi() ? F_MXFP4V : F_MXFP4;
     default:
@@ -258,8 +253,16 @@ int k3_few_avx512_supports(const k3_wmat *W) {
     return k3_avx2_supports(W); /* the same formats and shapes (group >= 32) */
 }
 
+const float *k3_few_avx512_prepare(const k3_wmat *W, const float *X, int64_t T) {
+    return W->fmt == K3_W_BF16 ? k3_few_bf16_prepare(W, X, T) : X;
+}
+
 void k3_matmul_few_rows_avx512(const k3_wmat *W, int64_t r0, int64_t r1, const float *X, int64_t T,
                                float *Y) {
+    if (W->fmt == K3_W_BF16) { /* matmul_few_bf16_avx512.c */
+        k3_matmul_few_bf16_rows(W, r0, r1, X, T, Y);
+        return;
+    }
     const int kind = kind_of(W);
     const int64_t K = W->cols, R = W->rows;
     /* 16 rows at a time, then every token group over them (the rows stay in L1/L2) */
@@ -275,5 +278,5 @@ void k3_matmul_few_rows_avx512(const k3_wmat *W, int64_t r0, int64_t r1, const f
 }
 
 void k3_matmul_few_avx512(const k3_wmat *W, const float *X, int64_t T, float *Y) {
-    k3_matmul_few_rows_avx512(W, 0, W->rows, X, T, Y);
+    k3_matmul_few_rows_avx512(W, 0, W->rows, k3_few_avx512_prepare(W, X, T), T, Y);
 }

@@ -13,6 +13,7 @@ enum {
     K3_SCRATCH_PANEL = 0,
     K3_SCRATCH_XSUM,
     K3_SCRATCH_XPERM,
+    K3_SCRATCH_XPERM_T, /* few-token bf16: the tokens' de-interleaved activations */
     K3_SCRATCH_ROWSC,
     K3_SCRATCH_I8_Q,
     K3_SCRATCH_I8_X,

@@ -1,0 +1,186 @@
+/* matmul_few_bf16_avx512.c — the AVX-512 few-token product on bf16 weights
+ * (the dense layers and lm_head of a batched decode step: 2..8 tokens).
+ *
+ * A bf16 is the top half of an f32, so 32 weights (64 bytes, 16 dwords) are
+ * two f32 vectors without any conversion: `dword & 0xffff0000` is the odd
+ * columns, `dword << 16` the even ones. The tokens' activations are
+ * de-interleaved once per call to match (per 32 columns: the 16 even
+ * columns, then the 16 odd ones; zeros past K), so each 32 weights cost one
+ * load, one AND and one shift for all the tokens, and then 2 FMAs per token
+ * (the kernel this replaces widened every 16 weights with vpmovzxwd + shift
+ * per row block and token group). A tile of 4 rows x TB <= 4 tokens keeps one
+ * accumulator per (row, token); 5..8 tokens are two groups; columns go in chunks so
+ * the TB tokens' activations of a chunk (<= 32 KiB) stay in L1 while 16
+ * rows stream through it.
+ *
+ * Per output the arithmetic is fixed by K alone: lane l accumulates
+ * fma(even column 32j + 2l), then fma(odd column 32j + 2l + 1) for j = 0,
+ * 1, ... in order from zero (zero-masked past K), and the 16 lanes are then
+ * summed by the tree of reduce16 (matmul_few_avx512.c). So token t's result
+ * does not depend on T, the tile, the row range or the threads; it differs
+ * from the one-token matvec and the panel tile in rounding only. */
+#include "kernels/avx2.h"
+#include "kernels/avx512.h"
+#include "kernels/scratch.h"
+
+#include <immintrin.h>
+
+#define K3_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+#define K3_AVX512_INLINE                                                                           \
+    static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx2,fma,"       \
+                                                       "f16c")))
+
+#define ROWS 16 /* rows per pass over a column chunk */
+/* Tokens per tile: 2 rows x 8 tokens ran T = 8 at 0.7x the speed of two
+ * passes of 4 x 4 (bench/kmicro.c, 16384 x 7168). */
+#define MAX_TB 4
+
+/* Columns per chunk for TB tokens: TB * KC * 4 bytes <= 32 KiB, KC % 32 == 0. */
+#define KC(TB) ((int64_t)(8192 / (TB)) & ~(int64_t)31)
+
+/* Stride of a token's prepared activations: K rounded up to 32. */
+static int64_t kpad(int64_t K) {
+    return (K + 31) & ~(int64_t)31;
+}
+
+/* The transposing sum (same tree for every accumulator): lane i of the
+ * result is the sum of a[i]'s 16 lanes. */
+K3_AVX512_INLINE __m512 reduce16(const __m512 *a) {
+    __m512 s[8], u[4];
+#pragma GCC unroll 16
+    for (int p = 0; p < 8; p++)
+        s[p] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * p], a[2 * p + 1]),
+                             _mm512_unpackhi_ps(a[2 * p], a[2 * p + 1]));
+#pragma GCC unroll 16
+    for (int q = 0; q < 4; q++) {
+        __m512d lo = _mm512_castps_pd(s[2 * q]), hi = _mm512_castps_pd(s[2 * q + 1]);
+        u[q] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(lo, hi)),
+                             _mm512_castpd_ps(_mm512_unpackhi_pd(lo, hi)));
+    }
+    __m512 v0 = _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], 0x88),
+                              _mm512_shuffle_f32x4(u[0], u[1], 0xdd));
+    __m512 v1 = _mm512_add_ps(_mm512_shuffle_f32x4(u[2], u[3], 0x88),
+                              _mm512_shuffle_f32x4(u[2], u[3], 0xdd));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(v0, v1, 0x88), _mm512_shuffle_f32x4(v0, v1, 0xdd));
+}
+
+/* Rows [r0, r0 + nr) (nr <= ROWS) for TB tokens of xd (prepared, stride
+ * ldx) into Y[t * ldy + r]; tiles of RB rows. */
+K3_AVX512_INLINE void rows_tb(const k3_wmat *W, int64_t r0, int nr, const float *xd, int64_t ldx,
+                              float *Y, int64_t ldy, int RB, int TB) {
+    const int64_t K = W->cols, nfull = K / 32 * 32;
+    const size_t rs = W->row_stride;
+    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+    const __mmask32 tail = (__mmask32)((1ull << (K - nfull)) - 1);
+    __m512 keep[ROWS][MAX_TB]; /* [row][token], parked between chunks */
+    for (int64_t c0 = 0; c0 < K; c0 += KC(TB)) {
+        const int64_t c1 = K - c0 <= KC(TB) ? K : c0 + KC(TB);
+        const int64_t cf = c1 < nfull ? c1 : nfull; /* full blocks end */
+        for (int i = 0; i < nr; i += RB) {
+            const uint8_t *row[4];
+#pragma GCC unroll 4
+            for (int rr = 0; rr < RB; rr++)
+                row[rr] = W->data + (size_t)(r0 + (i + rr < nr ? i + rr : i)) * rs;
+            __m512 acc[4][MAX_TB];
+#pragma GCC unroll 4
+            for (int rr = 0; rr < RB; rr++)
+#pragma GCC unroll 8
+                for (int t = 0; t < TB; t++)
+                    acc[rr][t] = c0 == 0 ? _mm512_setzero_ps() : keep[i + rr][t];
+            int64_t c = c0;
+            for (; c < cf; c += 32) {
+                __m512 we[4], wo[4];
+#pragma GCC unroll 4
+                for (int rr = 0; rr < RB; rr++) {
+                    const uint8_t *p = row[rr] + 2 * c;
+                    _mm_prefetch((const char *)p + ROWS * rs, _MM_HINT_T1);
+                    __m512i d = _mm512_loadu_si512(p);
+                    we[rr] = _mm512_castsi512_ps(_mm512_slli_epi32(d, 16));
+                    wo[rr] = _mm512_castsi512_ps(_mm512_and_si512(d, hi));
+                }
+#pragma GCC unroll 8
+                for (int t = 0; t < TB; t++) {
+                    const __m512 xe = _mm512_loadu_ps(xd + t * ldx + c);
+                    const __m512 xo = _mm512_loadu_ps(xd + t * ldx + c + 16);
+#pragma GCC unroll 4
+                    for (int rr = 0; rr < RB; rr++) {
+                        acc[rr][t] = _mm512_fmadd_ps(we[rr], xe, acc[rr][t]);
+                        acc[rr][t] = _mm512_fmadd_ps(wo[rr], xo, acc[rr][t]);
+                    }
+                }
+            }
+            if (c < c1) { /* the last 1..31 columns, zero-masked (x is zero there too) */
+                __m512 we[4], wo[4];
+#pragma GCC unroll 4
+                for (int rr = 0; rr < RB; rr++) {
+                    __m512i d = _mm512_maskz_loadu_epi16(tail, row[rr] + 2 * c);
+                    we[rr] = _mm512_castsi512_ps(_mm512_slli_epi32(d, 16));
+                    wo[rr] = _mm512_castsi512_ps(_mm512_and_si512(d, hi));
+                }
+#pragma GCC unroll 8
+                for (int t = 0; t < TB; t++) {
+                    const __m512 xe = _mm512_loadu_ps(xd + t * ldx + c);
+                    const __m512 xo = _mm512_loadu_ps(xd + t * ldx + c + 16);
+#pragma GCC unroll 4
+                    for (int rr = 0; rr < RB; rr++) {
+                        acc[rr][t] = _mm512_fmadd_ps(we[rr], xe, acc[rr][t]);
+                        acc[rr][t] = _mm512_fmadd_ps(wo[rr], xo, acc[rr][t]);
+                    }
+                }
+            }
+#pragma GCC unroll 4
+            for (int rr = 0; rr < RB; rr++)
+#pragma GCC unroll 8
+                for (int t = 0; t < TB; t++) keep[i + rr][t] = acc[rr][t];
+        }
+    }
+    /* every (row, token) sum by the same tree: 16 rows of one token at a time */
+    for (int t = 0; t < TB; t++) {
+        __m512 a[16];
+        for (int i = 0; i < 16; i++) a[i] = i < nr ? keep[i][t] : _mm512_setzero_ps();
+        __m512 y = reduce16(a);
+        _mm512_mask_storeu_ps(Y + t * ldy + r0, (__mmask16)((1u << nr) - 1), y);
+    }
+}
+
+#define ROWS_TB(TB, RB)                                                                            \
+    K3_AVX512 static void bf_rows_##TB(const k3_wmat *W, int64_t r0, int nr, const float *xd,      \
+                                       int64_t ldx, float *Y, int64_t ldy) {                       \
+        rows_tb(W, r0, nr, xd, ldx, Y, ldy, RB, TB);                                               \
+    }
+ROWS_TB(1, 4)
+ROWS_TB(2, 4)
+ROWS_TB(3, 4)
+ROWS_TB(4, 4)
+
+typedef void (*rows_fn)(const k3_wmat *, int64_t, int, const float *, int64_t, float *, int64_t);
+static const rows_fn table[MAX_TB] = {bf_rows_1, bf_rows_2, bf_rows_3, bf_rows_4};
+
+const float *k3_few_bf16_prepare(const k3_wmat *W, const float *X, int64_t T) {
+    const int64_t K = W->cols, ld = kpad(K);
+    float *xd = k3_scratch(K3_SCRATCH_XPERM_T, sizeof(float) * (size_t)(T * ld + 16));
+    for (int64_t t = 0; t < T; t++) {
+        const float *x = X + t * K;
+        float *o = xd + t * ld;
+        for (int64_t c = 0; c < ld; c += 32)
+            for (int i = 0; i < 16; i++) {
+                o[c + i] = c + 2 * i < K ? x[c + 2 * i] : 0.0f;
+                o[c + 16 + i] = c + 2 * i + 1 < K ? x[c + 2 * i + 1] : 0.0f;
+            }
+    }
+    return xd;
+}
+
+void k3_matmul_few_bf16_rows(const k3_wmat *W, int64_t r0, int64_t r1, const float *xd, int64_t T,
+                             float *Y) {
+    const int64_t ld = kpad(W->cols), R = W->rows;
+    for (int64_t r = r0; r < r1; r += ROWS) {
+        const int nr = r1 - r < ROWS ? (int)(r1 - r) : ROWS;
+        for (int64_t t = 0; t < T;) {
+            const int64_t left = T - t, groups = (left + MAX_TB - 1) / MAX_TB;
+            const int tb = (int)((left + groups - 1) / groups);
+            table[tb - 1](W, r, nr, xd + t * ld, ld, Y + t * R, R);
+            t += tb;
+        }
+    }
+}
