@@ -18,8 +18,13 @@
 
 static _Thread_local int serial_depth;
 
+/* Serial as well when only one thread would run: a region of one thread opened
+ * inside another (an inactive one: the experts' region at 1 thread) still
+ * costs libgomp a team start and futex wakes, ~1400 system calls per decoded
+ * token on the bench preset at 1 thread. The kernels compute every row the
+ * same way whatever the split, so the bits do not change. */
 int k3_kernels_serial(void) {
-    return serial_depth > 0 || omp_in_parallel();
+    return serial_depth > 0 || omp_in_parallel() || omp_get_max_threads() < 2;
 }
 
 static int use_avx2(const k3_wmat *W) {
