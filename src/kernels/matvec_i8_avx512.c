@@ -13,8 +13,11 @@
  * 3/5/6-bit codes (AVX-512 VBMI): a chunk is 64 columns in 8*bits bytes; vpermb puts
  * the `bits` bytes of 8 codes into each qword and vpmultishiftqb + AND cut out one code
  * per byte, in column order (the activation keeps its natural order, as at 8 bits).
- * MXFP4: |2*E2M1| by pshufb is the unsigned side and the code's sign is moved
- * onto the activation byte (masked negate), scale 2^(e-128) per block.
+ * MXFP4: one vpermb per 64 nibbles maps each code to 12 + 2*E2M1 (0..24, the
+ * unsigned side; vpermb reads only the low 6 bits of each index byte, so the
+ * neighbouring nibble needs no mask), and each lane's accumulator starts at
+ * -12 * (sum of its 8 activation bytes), prepared once per product: the lane
+ * then holds exactly dot(2*E2M1, q), as the reference. Scale 2^(e-128) per block.
  * Column counts that end inside a chunk use masked loads; the activation
  * padding is zero. */
 #include "kernels/avx2.h"
@@ -33,10 +36,11 @@
 
 /* The prepared activation, shared by every row (the calling thread's scratch). */
 typedef struct {
-    k3_rows_ctx rows;   /* first: k3_parallel_rows hands this back to the workers */
-    const int8_t *xq;   /* permuted quantized activation, chunk-padded with zeros */
-    const float *dlane; /* d_block for each int32 lane of each chunk (0 past cols) */
-    const float *xs;    /* affine: per-group sums of x^ for the bias term */
+    k3_rows_ctx rows;    /* first: k3_parallel_rows hands this back to the workers */
+    const int8_t *xq;    /* permuted quantized activation, chunk-padded with zeros */
+    const float *dlane;  /* d_block for each int32 lane of each chunk (0 past cols) */
+    const float *xs;     /* affine: per-group sums of x^ for the bias term */
+    const int32_t *xoff; /* MXFP4: -12 * sum of each lane's 8 activation bytes, per chunk */
     /* 3/5/6 bits: vpermb source byte and vpmultishiftqb bit offset of each output byte */
     _Alignas(64) uint8_t perm[64];
     _Alignas(64) uint8_t shift[64];
@@ -67,27 +71,66 @@ K3_VNNI void k3_i8_quantize_avx512(const float *x, int64_t n, int8_t *q, float *
     }
 }
 
-/* xperm and dlane for P planes per byte; nch chunks of 64P columns. */
-static void permute_activation(const int8_t *q, const float *d, int64_t K, int P, int8_t *xperm,
-                               float *dlane) {
-    const int64_t CH = 64 * P, nch = (K + CH - 1) / CH;
+/* Bytes [c, c+64) of q, zero past K. */
+K3_VNNI_INLINE __m512i load_q(const int8_t *q, int64_t c, int64_t K) {
+    const int64_t left = K - c;
+    if (left >= 64) return _mm512_loadu_si512((const void *)(q + c));
+    if (left <= 0) return _mm512_setzero_si512();
+    return _mm512_maskz_loadu_epi8(_cvtu64_mask64((1ull << left) - 1), q + c);
+}
+
+/* xperm and dlane for P planes per byte; nch chunks of 64P columns (zero past K). Plane k
+ * of a chunk is byte P*j + k of its 64P activation bytes: one vpermt2b of two 64-byte
+ * halves (P 2), or of each 128-byte half and a blend (P 4). MXFP4 (xoff != NULL): also
+ * -12 * the sum of each int32 lane's activation bytes over both planes. */
+K3_VNNI static void permute_activation(const int8_t *q, const float *d, int64_t K, int P,
+                                       int8_t *xperm, float *dlane, int32_t *xoff) {
+    const int64_t CH = 64 * P, nch = (K + CH - 1) / CH, nb = K / K3_I8_BLOCK;
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    _Alignas(64) uint8_t ix[4][64];
+    for (int k = 0; k < P; k++)
+        for (int j = 0; j < 64; j++) ix[k][j] = (uint8_t)((P * j + k) & 127);
     for (int64_t ch = 0; ch < nch; ch++) {
-        int8_t *o = xperm + ch * CH;
-        for (int k = 0; k < P; k++)
-            for (int j = 0; j < 64; j++) {
-                int64_t c = ch * CH + (int64_t)P * j + k;
-                o[64 * k + j] = c < K ? q[c] : 0;
+        const int64_t c0 = ch * CH;
+        int8_t *o = xperm + c0;
+        if (P == 1) {
+            _mm512_store_si512((void *)o, load_q(q, c0, K));
+        } else if (P == 2) {
+            __m512i a = load_q(q, c0, K), b = load_q(q, c0 + 64, K);
+            for (int k = 0; k < 2; k++)
+                _mm512_store_si512((void *)(o + 64 * k),
+                                   _mm512_permutex2var_epi8(a, _mm512_load_si512(ix[k]), b));
+        } else {
+            __m512i a = load_q(q, c0, K), b = load_q(q, c0 + 64, K), c = load_q(q, c0 + 128, K),
+                    e = load_q(q, c0 + 192, K);
+            for (int k = 0; k < 4; k++) {
+                __m512i i = _mm512_load_si512(ix[k]);
+                __m512i lo = _mm512_permutex2var_epi8(a, i, b),
+                        hi = _mm512_permutex2var_epi8(c, i, e);
+                _mm512_store_si512((void *)(o + 64 * k),
+                                   _mm512_mask_blend_epi8(0xffffffff00000000ull, lo, hi));
             }
-        for (int i = 0; i < 16; i++) {
-            int64_t c = ch * CH + 4 * P * i;
-            dlane[ch * 16 + i] = c < K ? d[c / K3_I8_BLOCK] : 0.0f;
+        }
+        /* lane i covers columns c0 + 4P i .. + 4P - 1, all in block (c0 + 4P i) / 32 */
+        const int64_t b0 = c0 / K3_I8_BLOCK, nbc = CH / K3_I8_BLOCK;
+        const int64_t have = nb - b0 < nbc ? nb - b0 : nbc;
+        __m512 dw = _mm512_maskz_loadu_ps((__mmask16)((1u << have) - 1), d + b0);
+        __m512i bi = _mm512_srli_epi32(lane, P == 1 ? 3 : P == 2 ? 2 : 1);
+        _mm512_storeu_ps(dlane + ch * 16, _mm512_permutexvar_ps(bi, dw));
+        if (xoff) { /* P 2 */
+            __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1),
+                                            _mm512_load_si512((const void *)o));
+            s = _mm512_dpbusd_epi32(s, _mm512_set1_epi8(1),
+                                    _mm512_load_si512((const void *)(o + 64)));
+            _mm512_storeu_si512((void *)(xoff + ch * 16),
+                                _mm512_mullo_epi32(s, _mm512_set1_epi32(-12)));
         }
     }
 }
 
 /* Scales of groups [w, w+16) of one row as f32 (zeros past ng): affine bf16/f16/f32, or
  * (mx) MXFP4 E8M0 exponents -> 2^(e-128) (half the scale: the code table is doubled), NaN
- * for 255. Loaded straight from the row: no scratch copy, one window per 8 groups. */
+ * for 255. Loaded straight from the row: no scratch copy, one window per 16 groups. */
 K3_VNNI_INLINE __m512 scale_window(int mx, k3_wfmt fmt, const uint8_t *p, int64_t w, int64_t ng) {
     const __mmask16 m = ng - w >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (ng - w)) - 1);
     if (mx) {
@@ -133,18 +176,16 @@ K3_VNNI_INLINE __m512i odd_chunk(__m512i v, const i8_ctx *c, const int8_t *xq, i
     return _mm512_dpbusd_epi32(_mm512_setzero_si512(), t, _mm512_load_si512((const void *)xq));
 }
 
-/* int32 lanes of one MXFP4 chunk: |2 E2M1| against the activation with the code's sign. */
-K3_VNNI_INLINE __m512i mxfp4_chunk(__m512i v, const int8_t *xq) {
-    const __m512i lut =
-        _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, 1, 2, 3, 4, 6, 8, 12));
-    const __m512i m = _mm512_set1_epi8(15), sign = _mm512_set1_epi8(8), z = _mm512_setzero_si512();
-    __m512i lo = _mm512_and_si512(v, m), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m);
-    __m512i x0 = _mm512_load_si512((const void *)xq),
-            x1 = _mm512_load_si512((const void *)(xq + 64));
-    x0 = _mm512_mask_sub_epi8(x0, _mm512_test_epi8_mask(lo, sign), z, x0);
-    x1 = _mm512_mask_sub_epi8(x1, _mm512_test_epi8_mask(hi, sign), z, x1);
-    __m512i acc = _mm512_dpbusd_epi32(z, _mm512_shuffle_epi8(lut, lo), x0);
-    return _mm512_dpbusd_epi32(acc, _mm512_shuffle_epi8(lut, hi), x1);
+/* int32 lanes of one MXFP4 chunk: 12 + 2 E2M1 against the activation, from the lane's
+ * offset -12 * sum(q) (xo), so each lane is dot(2 E2M1, q). */
+K3_VNNI_INLINE __m512i mxfp4_chunk(__m512i v, const int8_t *xq, const int32_t *xo) {
+    const __m512i lut = _mm512_broadcast_i32x4(
+        _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
+    __m512i lo = _mm512_permutexvar_epi8(v, lut);
+    __m512i hi = _mm512_permutexvar_epi8(_mm512_srli_epi16(v, 4), lut);
+    __m512i acc = _mm512_dpbusd_epi32(_mm512_loadu_si512((const void *)xo), lo,
+                                      _mm512_load_si512((const void *)xq));
+    return _mm512_dpbusd_epi32(acc, hi, _mm512_load_si512((const void *)(xq + 64)));
 }
 
 /* One row as 16 partial sums: over chunks, int lanes * dlane * per-lane scale, plus
@@ -157,6 +198,10 @@ K3_VNNI_INLINE __m512 row_partials(const i8_ctx *c, int64_t r, int bits, int G) 
     const int64_t span = (CH + G - 1) / G; /* groups one chunk touches */
     const uint8_t *row = W->data + (size_t)r * W->row_stride;
     const uint8_t *sc = W->scales + (size_t)r * W->scale_stride;
+    /* the scales (and biases) are streams of their own, a few bytes per row: fetch
+     * them 8 rows ahead, as the codes are fetched 2 KiB ahead */
+    _mm_prefetch((const char *)sc + 8 * W->scale_stride, _MM_HINT_T0);
+    if (!mx) _mm_prefetch((const char *)W->biases + (size_t)(r + 8) * W->bias_stride, _MM_HINT_T0);
     /* lane i of a chunk is in group (4P i) / G counted from the chunk's first group */
     const int shift = (G == 32 ? 5 : G == 64 ? 6 : 7) - (P == 1 ? 2 : P == 2 ? 3 : 4);
     const __m512i idx = _mm512_srli_epi32(
@@ -167,14 +212,14 @@ K3_VNNI_INLINE __m512 row_partials(const i8_ctx *c, int64_t r, int bits, int G) 
     for (int64_t ch = 0; ch * B < nbytes; ch++) {
         const int64_t base = ch * CH / G;
         if (base + span > w + 16) {
-            w = base & ~(int64_t)7;
+            w = base; /* the window starts at this chunk's first group: 16/span chunks each */
             S = scale_window(mx, W->scale_fmt, sc, w, ng);
         }
         /* prefetch 2 KiB ahead: the hardware streamer stops at page boundaries */
         _mm_prefetch((const char *)row + ch * B + 2048, _MM_HINT_T0);
         const int64_t left = nbytes - ch * B;
         __m512i v = load_chunk(row + ch * B, left < B ? left : B);
-        __m512i a = mx    ? mxfp4_chunk(v, c->xq + ch * CH)
+        __m512i a = mx    ? mxfp4_chunk(v, c->xq + ch * CH, c->xoff + ch * 16)
                     : odd ? odd_chunk(v, c, c->xq + ch * CH, bits)
                           : affine_chunk(v, c->xq + ch * CH, bits);
         __m512 s =
@@ -249,18 +294,19 @@ static k3_rows_fn pick_rows(const k3_wmat *W) {
 
 void k3_matvec_i8_avx512(const k3_wmat *W, const float *x, float *y) {
     const int64_t K = W->cols, nb = K / K3_I8_BLOCK;
-    const int P = planes(W->fmt == K3_W_MXFP4 ? 0 : W->bits);
+    const int mx = W->fmt == K3_W_MXFP4, P = planes(mx ? 0 : W->bits);
     const int64_t nch = (K + 64 * P - 1) / (64 * P);
     int8_t *q = k3_scratch(K3_SCRATCH_I8_Q, (size_t)K);
     int8_t *xperm = k3_scratch(K3_SCRATCH_I8_X, (size_t)(nch * 64 * P));
-    /* d[nb], isum[nb], xs[ng <= nb], dlane[16 nch] */
-    float *d = k3_scratch(K3_SCRATCH_I8_D, sizeof(float) * (size_t)(3 * nb + 16 * nch));
+    /* d[nb], isum[nb], xs[ng <= nb], dlane[16 nch], xoff[16 nch] */
+    float *d = k3_scratch(K3_SCRATCH_I8_D, sizeof(float) * (size_t)(3 * nb + 32 * nch));
     int32_t *isum = (int32_t *)(void *)(d + nb);
     float *xs = d + 2 * nb, *dlane = d + 3 * nb;
+    int32_t *xoff = mx ? (int32_t *)(void *)(dlane + 16 * nch) : NULL;
     k3_i8_quantize_avx512(x, K, q, d, isum);
     if (W->fmt == K3_W_AFFINE) k3_i8_group_sums(d, isum, K, W->group, xs);
-    permute_activation(q, d, K, P, xperm, dlane);
-    i8_ctx c = {{W, x, NULL, NULL, y}, xperm, dlane, xs, {0}, {0}};
+    permute_activation(q, d, K, P, xperm, dlane, xoff);
+    i8_ctx c = {{W, x, NULL, NULL, y}, xperm, dlane, xs, xoff, {0}, {0}};
     for (int i = 0; i < 64; i++) { /* output byte 8q + j = code j of the q-th 8-code run */
         c.perm[i] = (uint8_t)(W->bits * (i / 8) + i % 8);
         c.shift[i] = (uint8_t)(W->bits * (i % 8));
