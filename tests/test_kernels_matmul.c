@@ -500,11 +500,11 @@ TEST(matmul_avx512_bitwise_avx2) {
     owned_mat q = make_mat(K3_W_AFFINE, 301, 512, 4, 64, K3_W_BF16);
     CHECK(avx512_tile_same_bits(&q.w, 29), "affine4 301x512 T=29");
     free_mat(&q);
-    /* more than 1024 columns: the AVX-512 panel is packed and multiplied in
-     * column chunks, each continuing the f32 partial sums of the last; the
+    /* more than 4096 columns: the AVX-512 panel is packed and multiplied in
+     * 1024-column chunks, each continuing the f32 partial sums of the last; the
      * chain per output is the AVX2 tile's, so the bits still agree (a last
      * chunk of 1..1023 columns, K off 8 for the float formats) */
-    const int64_t kf[] = {1025, 2500, 2055, 3079};
+    const int64_t kf[] = {4097, 5000, 4103, 6151};
     const k3_wfmt ff[] = {K3_W_F32, K3_W_F16, K3_W_BF16, K3_W_BF16};
     for (int f = 0; f < 4; f++) {
         owned_mat m = make_mat(ff[f], 33 + 6 * f, kf[f], 0, 0, K3_W_F32);
@@ -512,12 +512,12 @@ TEST(matmul_avx512_bitwise_avx2) {
               (long long)kf[f]);
         free_mat(&m);
     }
-    owned_mat xc = make_mat(K3_W_MXFP4, 35, 32 * 70, 4, 32, K3_W_F32);
-    CHECK(avx512_tile_same_bits(&xc.w, 17), "mxfp4 chunked K=2240");
+    owned_mat xc = make_mat(K3_W_MXFP4, 35, 32 * 131, 4, 32, K3_W_F32);
+    CHECK(avx512_tile_same_bits(&xc.w, 17), "mxfp4 chunked K=4192");
     free_mat(&xc);
     for (int i = 0; i < 6; i++) {
         int g = 32 << (i % 3);
-        owned_mat a = make_mat(K3_W_AFFINE, 13 + 7 * i, g * (1024 / g + 1 + 3 * i), bits[i], g,
+        owned_mat a = make_mat(K3_W_AFFINE, 13 + 7 * i, g * (4096 / g + 1 + 3 * i), bits[i], g,
                                i % 2 ? K3_W_BF16 : K3_W_F16);
         CHECK(avx512_tile_same_bits(&a.w, 11 + 3 * i), "affine%d/%d chunked K=%lld", bits[i], g,
               (long long)a.w.cols);
