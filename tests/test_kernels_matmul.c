@@ -473,7 +473,8 @@ static int avx512_tile_same_bits(const k3_wmat *W, int64_t T) {
 
 TEST(matmul_avx512_bitwise_avx2) {
     const int64_t rows[] = {1, 7, 9, 31, 33, 45, 70, 129};
-    /* above 8 (MXFP4: 16): fewer tokens take the few-token kernel (few_avx512_rows) */
+    /* above 8 (MXFP4 and float formats: 16): fewer tokens take the few-token
+     * kernel (few_avx512_rows) */
     const int64_t toks[] = {9, 17, 11, 12, 13, 25, 64};
     const int bits[] = {2, 3, 4, 5, 6, 8};
     for (int i = 0; i < 8; i++) {
@@ -481,8 +482,8 @@ TEST(matmul_avx512_bitwise_avx2) {
         const k3_wfmt ff[] = {K3_W_F32, K3_W_F16, K3_W_BF16};
         for (int f = 0; f < 3; f++) {
             owned_mat m = make_mat(ff[f], R, 1 + 37 * (i + f) + (i % 3) * 64, 0, 0, K3_W_F32);
-            CHECK(avx512_tile_same_bits(&m.w, T), "%s R=%lld K=%lld T=%lld", k3_wfmt_name(ff[f]),
-                  (long long)R, (long long)m.w.cols, (long long)T);
+            CHECK(avx512_tile_same_bits(&m.w, T + 8), "%s R=%lld K=%lld T=%lld",
+                  k3_wfmt_name(ff[f]), (long long)R, (long long)m.w.cols, (long long)T + 8);
             free_mat(&m);
         }
         owned_mat x = make_mat(K3_W_MXFP4, R, 32 * (1 + i), 4, 32, K3_W_F32);
@@ -508,7 +509,7 @@ TEST(matmul_avx512_bitwise_avx2) {
     const k3_wfmt ff[] = {K3_W_F32, K3_W_F16, K3_W_BF16, K3_W_BF16};
     for (int f = 0; f < 4; f++) {
         owned_mat m = make_mat(ff[f], 33 + 6 * f, kf[f], 0, 0, K3_W_F32);
-        CHECK(avx512_tile_same_bits(&m.w, 9 + 8 * f), "%s chunked K=%lld", k3_wfmt_name(ff[f]),
+        CHECK(avx512_tile_same_bits(&m.w, 17 + 8 * f), "%s chunked K=%lld", k3_wfmt_name(ff[f]),
               (long long)kf[f]);
         free_mat(&m);
     }
@@ -571,7 +572,7 @@ TEST(few_avx512_rows) {
     const k3_wfmt ff[] = {K3_W_F32, K3_W_F16, K3_W_BF16};
     for (int f = 0; f < 3; f++) {
         owned_mat m = make_mat(ff[f], 203, 301 + 2 * f, 0, 0, K3_W_F32);
-        few_rows_same_bits(k3_wfmt_name(ff[f]), &m.w, 8);
+        few_rows_same_bits(k3_wfmt_name(ff[f]), &m.w, 16);
         free_mat(&m);
     }
     owned_mat x = make_mat(K3_W_MXFP4, 157, 352, 4, 32, K3_W_F32);

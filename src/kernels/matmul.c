@@ -49,13 +49,16 @@ void k3_matvec(const k3_wmat *W, const float *x, float *y) {
         k3_matvec_ref(W, x, y);
 }
 
-/* 2..8 tokens (batched decode; MXFP4 up to 16) on AVX-512: the few-token
- * kernel, which reads the weights in place instead of packing panels (the
- * panel tile wins above that: `k3 bench --kernels -p T`), rows split
+/* 2..8 tokens (batched decode; MXFP4 and the float formats up to 16) on
+ * AVX-512: the few-token kernel, which reads the weights in place instead of
+ * packing panels (the panel tile wins above that; on Zen 5 the few-token
+ * kernel was 1.2-1.6x faster for bf16 experts of 256x512 at 9..16 tokens and
+ * even on 1024x1024 and 2048x7168, while affine 4/8-bit panels stayed
+ * ahead: bench/kmicro.c), rows split
  * over the threads in blocks of FEW_ROWS (dynamic: a preempted thread's
  * blocks go to the other; each row's result does not depend on the split). */
 #define K3_FEW_TOKENS 8
-#define K3_FEW_TOKENS_MXFP4 16
+#define K3_FEW_TOKENS_WIDE 16 /* MXFP4 and f32/f16/bf16 */
 #define FEW_ROWS 64
 
 static int use_few_avx512(const k3_wmat *W) {
@@ -83,7 +86,7 @@ void k3_matmul(const k3_wmat *W, const float *X, int64_t T, float *Y) {
     }
     if (T == 1)
         matvec_fast(W, X, Y);
-    else if ((T <= K3_FEW_TOKENS || (T <= K3_FEW_TOKENS_MXFP4 && W->fmt == K3_W_MXFP4)) &&
+    else if ((T <= K3_FEW_TOKENS || (T <= K3_FEW_TOKENS_WIDE && W->fmt != K3_W_AFFINE)) &&
              use_few_avx512(W))
         matmul_few_threaded(W, X, T, Y);
     else if (k3_kernels_active() == K3_KERNELS_AVX512)
