@@ -36,6 +36,7 @@
 #define K3_AVX512_INLINE                                                                           \
     static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx2,fma,"       \
                                                        "f16c")))
+#include "kernels/few_reduce_avx512.h"
 
 /* k3_mxfp4_half_scale(e) for every E8M0 byte e (filled before main). */
 static float half_scale[256];
@@ -102,27 +103,6 @@ K3_AVX512_INLINE void affine_sb(const k3_wmat *W, int64_t r, int64_t c, __m512 *
     const int64_t g = c / W->group;
     *s = _mm512_set1_ps(k3_wmat_elt(W->scale_fmt, W->scales + (size_t)r * W->scale_stride, g));
     *b = _mm512_set1_ps(k3_wmat_elt(W->scale_fmt, W->biases + (size_t)r * W->bias_stride, g));
-}
-
-/* Sum of each of a[0..16) over its 16 lanes into lane i of the result, by
- * the same tree for every i (see the top of the file). */
-K3_AVX512_INLINE __m512 reduce16(const __m512 *a) {
-    __m512 s[8], u[4];
-#pragma GCC unroll 16
-    for (int p = 0; p < 8; p++)
-        s[p] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * p], a[2 * p + 1]),
-                             _mm512_unpackhi_ps(a[2 * p], a[2 * p + 1]));
-#pragma GCC unroll 16
-    for (int q = 0; q < 4; q++) {
-        __m512d lo = _mm512_castps_pd(s[2 * q]), hi = _mm512_castps_pd(s[2 * q + 1]);
-        u[q] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(lo, hi)),
-                             _mm512_castpd_ps(_mm512_unpackhi_pd(lo, hi)));
-    }
-    __m512 v0 = _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], 0x88),
-                              _mm512_shuffle_f32x4(u[0], u[1], 0xdd));
-    __m512 v1 = _mm512_add_ps(_mm512_shuffle_f32x4(u[2], u[3], 0x88),
-                              _mm512_shuffle_f32x4(u[2], u[3], 0xdd));
-    return _mm512_add_ps(_mm512_shuffle_f32x4(v0, v1, 0x88), _mm512_shuffle_f32x4(v0, v1, 0xdd));
 }
 
 /* Columns [c0, c1) of the block of rows i < nr (<= RB) and tokens t < TB;

@@ -16,7 +16,7 @@
  * Per output the arithmetic is fixed by K alone: lane l accumulates
  * fma(even column 32j + 2l), then fma(odd column 32j + 2l + 1) for j = 0,
  * 1, ... in order from zero (zero-masked past K), and the 16 lanes are then
- * summed by the tree of reduce16 (matmul_few_avx512.c). So token t's result
+ * summed by the tree of reduce16 (few_reduce_avx512.h). So token t's result
  * does not depend on T, the tile, the row range or the threads; it differs
  * from the one-token matvec and the panel tile in rounding only. */
 #include "kernels/avx2.h"
@@ -29,6 +29,7 @@
 #define K3_AVX512_INLINE                                                                           \
     static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx2,fma,"       \
                                                        "f16c")))
+#include "kernels/few_reduce_avx512.h"
 
 #define ROWS 16 /* rows per pass over a column chunk */
 /* Tokens per tile: 2 rows x 8 tokens ran T = 8 at 0.7x the speed of two
@@ -41,27 +42,6 @@
 /* Stride of a token's prepared activations: K rounded up to 32. */
 static int64_t kpad(int64_t K) {
     return (K + 31) & ~(int64_t)31;
-}
-
-/* The transposing sum (same tree for every accumulator): lane i of the
- * result is the sum of a[i]'s 16 lanes. */
-K3_AVX512_INLINE __m512 reduce16(const __m512 *a) {
-    __m512 s[8], u[4];
-#pragma GCC unroll 16
-    for (int p = 0; p < 8; p++)
-        s[p] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * p], a[2 * p + 1]),
-                             _mm512_unpackhi_ps(a[2 * p], a[2 * p + 1]));
-#pragma GCC unroll 16
-    for (int q = 0; q < 4; q++) {
-        __m512d lo = _mm512_castps_pd(s[2 * q]), hi = _mm512_castps_pd(s[2 * q + 1]);
-        u[q] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(lo, hi)),
-                             _mm512_castpd_ps(_mm512_unpackhi_pd(lo, hi)));
-    }
-    __m512 v0 = _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], 0x88),
-                              _mm512_shuffle_f32x4(u[0], u[1], 0xdd));
-    __m512 v1 = _mm512_add_ps(_mm512_shuffle_f32x4(u[2], u[3], 0x88),
-                              _mm512_shuffle_f32x4(u[2], u[3], 0xdd));
-    return _mm512_add_ps(_mm512_shuffle_f32x4(v0, v1, 0x88), _mm512_shuffle_f32x4(v0, v1, 0xdd));
 }
 
 /* Rows [r0, r0 + nr) (nr <= ROWS) for TB tokens of xd (prepared, stride
