@@ -205,6 +205,16 @@ int k3_st_add_buffer(k3_st *st, const uint8_t *buf, size_t len, const char *labe
     return rc;
 }
 
+/* K3_HUGE_PAGES=1 (opt-in, measured in bench/RESULTS.md): ask the kernel for
+ * transparent huge pages on the weight mappings. On a kernel and filesystem
+ * with large page-cache folios, pages read through such a mapping come in
+ * 2 MiB folios and map with fewer TLB entries; pages already cached in 4 KiB
+ * folios stay as they are until they are read again. */
+static int want_huge_pages(void) {
+    const char *v = getenv("K3_HUGE_PAGES");
+    return v && !strcmp(v, "1");
+}
+
 int k3_st_add_file(k3_st *st, const char *path) {
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO must not block */
     if (fd < 0) return k3_seterr("%s: cannot open: %s", path, strerror(errno));
@@ -223,6 +233,8 @@ int k3_st_add_file(k3_st *st, const char *path) {
         }
     }
     close(fd);
+    if (map && want_huge_pages())
+        madvise(map, len, MADV_HUGEPAGE); /* a hint: failure is harmless */
     static const uint8_t empty[1];
     if (k3_st_add_buffer(st, map ? map : empty, len, path)) {
         if (map) munmap(map, len);
