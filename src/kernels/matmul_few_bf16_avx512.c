@@ -44,13 +44,37 @@ static int64_t kpad(int64_t K) {
     return (K + 31) & ~(int64_t)31;
 }
 
+/* One block of 32 columns: d[rr] holds row rr's 32 bf16 weights; each
+ * 32-bit lane splits into its even column (low half, shifted up) and its odd
+ * column (high half, masked), multiplied with token t's de-interleaved
+ * activations x[t * ldx + 0..15] (even) and [16..31] (odd). */
+K3_AVX512_INLINE void fma_block(__m512 acc[4][MAX_TB], const __m512i *d, const float *x,
+                                int64_t ldx, int RB, int TB) {
+    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+    __m512 we[4], wo[4];
+#pragma GCC unroll 4
+    for (int rr = 0; rr < RB; rr++) {
+        we[rr] = _mm512_castsi512_ps(_mm512_slli_epi32(d[rr], 16));
+        wo[rr] = _mm512_castsi512_ps(_mm512_and_si512(d[rr], hi));
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < TB; t++) {
+        const __m512 xe = _mm512_loadu_ps(x + t * ldx);
+        const __m512 xo = _mm512_loadu_ps(x + t * ldx + 16);
+#pragma GCC unroll 4
+        for (int rr = 0; rr < RB; rr++) {
+            acc[rr][t] = _mm512_fmadd_ps(we[rr], xe, acc[rr][t]);
+            acc[rr][t] = _mm512_fmadd_ps(wo[rr], xo, acc[rr][t]);
+        }
+    }
+}
+
 /* Rows [r0, r0 + nr) (nr <= ROWS) for TB tokens of xd (prepared, stride
  * ldx) into Y[t * ldy + r]; tiles of RB rows. */
 K3_AVX512_INLINE void rows_tb(const k3_wmat *W, int64_t r0, int nr, const float *xd, int64_t ldx,
                               float *Y, int64_t ldy, int RB, int TB) {
     const int64_t K = W->cols, nfull = K / 32 * 32;
     const size_t rs = W->row_stride;
-    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
     const __mmask32 tail = (__mmask32)((1ull << (K - nfull)) - 1);
     __m512 keep[ROWS][MAX_TB]; /* [row][token], parked between chunks */
     for (int64_t c0 = 0; c0 < K; c0 += KC(TB)) {
@@ -69,44 +93,21 @@ K3_AVX512_INLINE void rows_tb(const k3_wmat *W, int64_t r0, int nr, const float 
                     acc[rr][t] = c0 == 0 ? _mm512_setzero_ps() : keep[i + rr][t];
             int64_t c = c0;
             for (; c < cf; c += 32) {
-                __m512 we[4], wo[4];
+                __m512i d[4];
 #pragma GCC unroll 4
                 for (int rr = 0; rr < RB; rr++) {
                     const uint8_t *p = row[rr] + 2 * c;
                     _mm_prefetch((const char *)p + ROWS * rs, _MM_HINT_T1);
-                    __m512i d = _mm512_loadu_si512(p);
-                    we[rr] = _mm512_castsi512_ps(_mm512_slli_epi32(d, 16));
-                    wo[rr] = _mm512_castsi512_ps(_mm512_and_si512(d, hi));
+                    d[rr] = _mm512_loadu_si512(p);
                 }
-#pragma GCC unroll 8
-                for (int t = 0; t < TB; t++) {
-                    const __m512 xe = _mm512_loadu_ps(xd + t * ldx + c);
-                    const __m512 xo = _mm512_loadu_ps(xd + t * ldx + c + 16);
-#pragma GCC unroll 4
-                    for (int rr = 0; rr < RB; rr++) {
-                        acc[rr][t] = _mm512_fmadd_ps(we[rr], xe, acc[rr][t]);
-                        acc[rr][t] = _mm512_fmadd_ps(wo[rr], xo, acc[rr][t]);
-                    }
-                }
+                fma_block(acc, d, xd + c, ldx, RB, TB);
             }
             if (c < c1) { /* the last 1..31 columns, zero-masked (x is zero there too) */
-                __m512 we[4], wo[4];
+                __m512i d[4];
 #pragma GCC unroll 4
-                for (int rr = 0; rr < RB; rr++) {
-                    __m512i d = _mm512_maskz_loadu_epi16(tail, row[rr] + 2 * c);
-                    we[rr] = _mm512_castsi512_ps(_mm512_slli_epi32(d, 16));
-                    wo[rr] = _mm512_castsi512_ps(_mm512_and_si512(d, hi));
-                }
-#pragma GCC unroll 8
-                for (int t = 0; t < TB; t++) {
-                    const __m512 xe = _mm512_loadu_ps(xd + t * ldx + c);
-                    const __m512 xo = _mm512_loadu_ps(xd + t * ldx + c + 16);
-#pragma GCC unroll 4
-                    for (int rr = 0; rr < RB; rr++) {
-                        acc[rr][t] = _mm512_fmadd_ps(we[rr], xe, acc[rr][t]);
-                        acc[rr][t] = _mm512_fmadd_ps(wo[rr], xo, acc[rr][t]);
-                    }
-                }
+                for (int rr = 0; rr < RB; rr++)
+                    d[rr] = _mm512_maskz_loadu_epi16(tail, row[rr] + 2 * c);
+                fma_block(acc, d, xd + c, ldx, RB, TB);
             }
 #pragma GCC unroll 4
             for (int rr = 0; rr < RB; rr++)
