@@ -145,6 +145,38 @@ TEST(rowpar_bitwise_equals_sliced_composition) {
     free(m);
 }
 
+/* One token on matrices wide enough that the threads claim many row groups
+ * (the one-token schedule of rowpar.c walks groups, blocks within a group):
+ * the same bits as the sliced composition, at 1 and 2 threads. */
+TEST(rowpar_one_token_many_groups) {
+    struct {
+        k3_wfmt fmt;
+        int bits, group;
+    } f[] = {{K3_W_BF16, 0, 0}, {K3_W_MXFP4, 4, 32}, {K3_W_AFFINE, 4, 64}};
+    k3_model *m = calloc(1, sizeof *m);
+    int saved = omp_get_max_threads();
+    for (size_t i = 0; i < sizeof f / sizeof *f; i++) {
+        const int64_t R = 517, K = 2048;
+        owned_mat w = make_mat(f[i].fmt, R, K, f[i].bits, f[i].group);
+        m->tp_size = 1;
+        int nb = k3_rowpar_local_blocks(m, &w.w);
+        float *X = malloc(sizeof(float) * (size_t)K), *ref = malloc(sizeof(float) * (size_t)R),
+              *y = malloc(sizeof(float) * (size_t)R);
+        for (int64_t j = 0; j < K; j++) X[j] = (float)rnd();
+        rowpar_composed(nb, &w.w, X, 1, ref);
+        for (int nt = 1; nt <= 2; nt++) {
+            omp_set_num_threads(nt);
+            k3_rowpar_matmul(m, &w.w, X, 1, y);
+            CHECK(!memcmp(y, ref, sizeof(float) * (size_t)R), "%s threads %d differs",
+                  k3_wfmt_name(f[i].fmt), nt);
+        }
+        free(X), free(ref), free(y);
+        free_mat(&w);
+    }
+    omp_set_num_threads(saved);
+    free(m);
+}
+
 /* Tree sums of odd counts: k3_tree_reduce_into == k3_tree_reduce. */
 TEST(tree_reduce_into_same_bits) {
     for (int n = 1; n <= 9; n++) {
@@ -161,8 +193,12 @@ TEST(tree_reduce_into_same_bits) {
     }
 }
 
-static const char *g_fixtures[] = {"tiny-bf16", "tiny-mxfp4", "tests/fixtures/mlx-mixed",
-                                   "tests/fixtures/heads4-sharded"};
+static const char *g_fixtures[] = {"tiny-bf16",
+                                   "tiny-mxfp4",
+                                   "tests/fixtures/mlx-mixed",
+                                   "tests/fixtures/heads4-sharded",
+                                   "tests/fixtures/plain-variants",
+                                   "tests/fixtures/f32-flat-grouped"};
 
 static k3_model *load_fixture(const char *name) {
     char dir[1024];
@@ -268,6 +304,7 @@ TEST(mlp_one_token_bitwise) {
 
 int main(void) {
     RUN(rowpar_bitwise_equals_sliced_composition);
+    RUN(rowpar_one_token_many_groups);
     RUN(tree_reduce_into_same_bits);
     RUN(routed_experts_bitwise_equal_reference);
     RUN(mlp_one_token_bitwise);
