@@ -15,10 +15,15 @@
 #include "model/moe.h"
 #include "model/ops.h"
 #include "model/rowpar.h"
+#include "gen/synth.h"
 #include "quant/dtype.h"
 #include "t.h"
 
+#include <jansson.h>
 #include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <stdint.h>
 
 static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
@@ -267,6 +272,41 @@ TEST(routed_experts_bitwise_equal_reference) {
     omp_set_num_threads(saved);
 }
 
+/* Many experts per token (K3 takes 16; the fixtures take 2-3, whose sums
+ * are the same in any order), 8 column blocks, bf16 and MXFP4 experts: the
+ * one-token schedule (moe.c) must add the experts in the reference's order. */
+TEST(routed_experts_many_per_token) {
+    char dir[] = "/tmp/k3-test-moe-XXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECK(0, "mkdtemp");
+        return;
+    }
+    int saved = omp_get_max_threads();
+    for (int mx = 0; mx <= 1; mx++) {
+        k3_synth_opts o = {.mxfp4 = mx, .seed = 7};
+        json_t *over = json_pack("{s:i, s:i, s:i, s:i}", "num_experts", 24, "num_experts_per_token",
+                                 12, "moe_intermediate_size", 256, "routed_expert_hidden_size", 64);
+        json_t *cfg = k3_synth_config("tiny", over, &o);
+        CHECK(cfg && !k3_synth_write(dir, cfg, &o), "synth: %s", k3_errmsg());
+        json_decref(over), json_decref(cfg);
+        k3_model *m = k3_model_load(dir, NULL);
+        CHECK(m, "load: %s", k3_errmsg());
+        if (!m) break;
+        for (int l = 0; l < m->c->num_hidden_layers; l++)
+            if (m->L[l].is_moe) {
+                CHECK(k3_rowpar_local_blocks(m, &m->L[l].moe.ed[0]) == 8, "blocks");
+                for (int64_t T = 1; T <= 3; T++)
+                    check_routed(m, &m->L[l].moe, T, mx ? "synth mxfp4" : "synth bf16");
+                break;
+            }
+        k3_model_free(m);
+    }
+    omp_set_num_threads(saved);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(!system(cmd), "rm %s", dir);
+}
+
 /* One token of a dense MLP large enough for the one-region gate+up path:
  * the same bits as two k3_matvec calls + SiTU + the blocked down product. */
 TEST(mlp_one_token_bitwise) {
@@ -305,6 +345,7 @@ TEST(mlp_one_token_bitwise) {
 int main(void) {
     RUN(rowpar_bitwise_equals_sliced_composition);
     RUN(rowpar_one_token_many_groups);
+    RUN(routed_experts_many_per_token);
     RUN(tree_reduce_into_same_bits);
     RUN(routed_experts_bitwise_equal_reference);
     RUN(mlp_one_token_bitwise);

@@ -7,7 +7,8 @@
  * The routed experts run in ONE parallel region over the rank's column blocks
  * (rowpar.h): each thread computes whole blocks (every selected expert's
  * slice, serial kernels, its own double accumulator), then the threads split
- * the tree sum of the blocks. The arithmetic is that of the straightforward
+ * the tree sum of the blocks; one token takes a schedule over whole rows
+ * instead (run_routed_one_token). The arithmetic is that of the straightforward
  * loop (k3_routed_experts_ref), so the bits do not depend on the threads.
  * Temporaries are per-thread grow-only buffers: no allocation per token. */
 #include "model/moe.h"
@@ -16,6 +17,7 @@
 #include "kernels/matmul.h"
 #include "kernels/vmath.h"
 #include "kernels/mvset.h"
+#include "kernels/steal.h"
 #include "model/model.h"
 #include "model/ops.h"
 #include "model/rowpar.h"
@@ -236,6 +238,86 @@ static void run_block(const moe_job *j, int b, float *leaf) {
     for (int64_t i = 0; i < j->T * j->X; i++) leaf[i] = (float)y[i];
 }
 
+/* Rows of a down product per claim of the one-token schedule below: 16-row
+ * groups (lines of the outputs never shared by two threads). */
+#define DOWN_GROUP 16
+/* Most experts the one-token schedule takes (K3 selects 16); more: run_block. */
+#define K3_MOE_MAX_ACTIVE 32
+
+/* One token, nb > 1 blocks: the same sums as run_block for every block, in a
+ * different order of work. Per block, an expert's gate and up are a row slice
+ * and its down a column slice; run block by block (run_block), every down
+ * row was a short strided piece (384 columns of MXFP4 on K3) and the
+ * prefetch ahead in it fetched other blocks' columns: 10 GB/s at 2 threads on
+ * the real slice. Here
+ *   1. every selected expert's gate and up run as one set of products over
+ *      whole rows (mvset.h), then SiTU: the rows of every block at once, each
+ *      row computed as in its block's product;
+ *   2. one region streams the down products row group by row group, each
+ *      group's full-width rows computed block after block (the column views
+ *      of run_block) into d[expert][block];
+ *   3. each block's double sum over the experts in ascending order, k3_vaxpy_d
+ *      as run_block does it, is rounded to its leaf, then the tree sum.
+ * Every output element sees the arithmetic of run_block, so the bits are the
+ * same (tests/test_model_*: TP and thread-count equality). */
+static void run_routed_one_token(const moe_job *j, int nb, float *const *leaf, float *ylat) {
+    const k3_moe_w *w = j->w;
+    const int E = j->m->c->num_experts;
+    const int64_t X = j->X, ml = j->ml, I = ml * nb;
+    int sel[K3_MOE_MAX_ACTIVE], k = 0;
+    for (int e = 0; e < E && k < K3_MOE_MAX_ACTIVE; e++)
+        if (j->start[e + 1] > j->start[e]) sel[k++] = e;
+    float *gu = FLOATS(K3_TB_EXPERT_GUD, 2 * k * I + (int64_t)k * nb * X);
+    float *d = gu + 2 * k * I;
+    k3_mv p[2 * K3_MOE_MAX_ACTIVE];
+    for (int i = 0; i < k; i++) {
+        const float *xe = j->xg + j->start[sel[i]] * X;
+        p[2 * i] = (k3_mv){&w->eg[sel[i]], xe, gu + 2 * i * I};
+        p[2 * i + 1] = (k3_mv){&w->eu[sel[i]], xe, gu + (2 * i + 1) * I};
+    }
+    k3_mvset_run(p, 2 * k);
+    const float beta = (float)j->m->c->situ_beta, lbeta = (float)j->m->c->situ_linear_beta;
+    for (int i = 0; i < k; i++) k3_situ_vec(gu + (2 * i + 1) * I, gu + 2 * i * I, I, beta, lbeta);
+    const int64_t groups = (X + DOWN_GROUP - 1) / DOWN_GROUP;
+    k3_steal st;
+    k3_steal_init(&st, omp_get_max_threads(), k * groups, NULL);
+#pragma omp parallel
+    {
+        const int tid = omp_get_thread_num();
+        int64_t it, got;
+        while ((it = k3_steal_next(&st, tid, 4, &got)) >= 0)
+            for (int64_t e_it = it + got; it < e_it;) { /* the run's piece in one expert */
+                const int i = (int)(it / groups);
+                const int64_t stop = (int64_t)(i + 1) * groups < e_it ? (i + 1) * groups : e_it;
+                const int64_t r0 = (it % groups) * DOWN_GROUP;
+                const int64_t r1 = (stop - (int64_t)i * groups) * DOWN_GROUP < X
+                                       ? (stop - (int64_t)i * groups) * DOWN_GROUP
+                                       : X;
+                const float *u = gu + (2 * i + 1) * I;
+                for (int b = 0; b < nb; b++) {
+                    k3_wmat ed = k3_wmat_cols(&w->ed[sel[i]], b * ml, ml);
+                    k3_wmat Wv = k3_wmat_rows(&ed, r0, r1 - r0);
+                    k3_matvec_serial(&Wv, u + b * ml, d + ((int64_t)i * nb + b) * X + r0);
+                }
+                it = stop;
+            }
+#pragma omp barrier
+        double *y = k3_thread_buf(K3_TB_EXPERT_Y, sizeof(double) * DOWN_GROUP * 16);
+        const int64_t chunk = DOWN_GROUP * 16, nch = (X + chunk - 1) / chunk;
+#pragma omp for schedule(static) collapse(2)
+        for (int b = 0; b < nb; b++)
+            for (int64_t c = 0; c < nch; c++) {
+                const int64_t c0 = c * chunk, len = X - c0 < chunk ? X - c0 : chunk;
+                memset(y, 0, sizeof(double) * (size_t)len);
+                for (int i = 0; i < k; i++)
+                    k3_vaxpy_d(y, (double)j->wt[j->start[sel[i]]],
+                               d + ((int64_t)i * nb + b) * X + c0, len);
+                for (int64_t r = 0; r < len; r++) leaf[b][c0 + r] = (float)y[r];
+            }
+        k3_tree_reduce_into(leaf, nb, X, ylat);
+    }
+}
+
 /* ylat [T, X] = the routed experts of a routing on xin [T, X] (moe.h). */
 static void run_routed(const k3_model *m, const k3_moe_w *w, const moe_route *r, const float *xin,
                        int64_t X, float *ylat) {
@@ -249,6 +331,11 @@ static void run_routed(const k3_model *m, const k3_moe_w *w, const moe_route *r,
     }
     float *leaves = FLOATS(K3_TB_MOE_LEAVES, nb * T * X), *leaf[K3_ROWPAR_BLOCKS];
     for (int b = 0; b < nb; b++) leaf[b] = leaves + (int64_t)b * T * X;
+    if (T == 1 && j.m->c->num_experts_per_token <= K3_MOE_MAX_ACTIVE && omp_get_max_threads() > 1 &&
+        omp_get_max_threads() <= K3_STEAL_MAX && !omp_in_parallel()) {
+        run_routed_one_token(&j, nb, leaf, ylat);
+        return;
+    }
 #pragma omp parallel
     {
 #pragma omp for schedule(dynamic, 1) /* any thread may run any block: same bits */
