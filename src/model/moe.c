@@ -281,7 +281,7 @@ static void run_routed_one_token(const moe_job *j, int nb, float *const *leaf, f
     const int64_t groups = (X + DOWN_GROUP - 1) / DOWN_GROUP;
     k3_steal st;
     k3_steal_init(&st, omp_get_max_threads(), k * groups, NULL);
-#pragma omp parallel
+#pragma omp parallel if (omp_get_max_threads() > 1) /* no one-thread region */
     {
         const int tid = omp_get_thread_num();
         int64_t it, got;
@@ -331,7 +331,7 @@ static void run_routed(const k3_model *m, const k3_moe_w *w, const moe_route *r,
     }
     float *leaves = FLOATS(K3_TB_MOE_LEAVES, nb * T * X), *leaf[K3_ROWPAR_BLOCKS];
     for (int b = 0; b < nb; b++) leaf[b] = leaves + (int64_t)b * T * X;
-    if (T == 1 && j.m->c->num_experts_per_token <= K3_MOE_MAX_ACTIVE && omp_get_max_threads() > 1 &&
+    if (T == 1 && j.m->c->num_experts_per_token <= K3_MOE_MAX_ACTIVE &&
         omp_get_max_threads() <= K3_STEAL_MAX && !omp_in_parallel()) {
         run_routed_one_token(&j, nb, leaf, ylat);
         return;
