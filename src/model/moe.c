@@ -318,6 +318,93 @@ static void run_routed_one_token(const moe_job *j, int nb, float *const *leaf, f
     }
 }
 
+/* Tokens up to which a step's experts take the schedule over whole rows
+ * (run_routed_rows): a decode batch. */
+#define ROWS_TOKENS 16
+/* Rows of a down product per work item of run_routed_rows (a multiple of 16). */
+#define DOWN_CHUNK 256
+/* Columns of the block sums per work item of run_routed_rows. */
+#define SUM_CHUNK 512
+
+/* A decode batch (1 < T <= ROWS_TOKENS), nb > 1 blocks: run_block's sums for
+ * every block with the work regrouped, as run_routed_one_token does for one
+ * token. Selection s (expert order, gather_tokens) of an expert with n tokens
+ * starting at s0 keeps, per block b, its gate and up [n, ml] at
+ * gu + 2*s0*I + 2*b*n*ml (up after gate) and its down partial [n, X] at
+ * d + (s0*nb + b*n)*X. In one region:
+ *   1. (expert, block) items: gate and up of the block's rows, the very
+ *      products run_block computes (expert_product on the same views);
+ *   2. SiTU per (expert, block);
+ *   3. (expert, 256 rows of down) items, the blocks inside: each block's
+ *      column view on those rows, so the down rows are read once in address
+ *      order instead of as 8 strided passes of ml columns;
+ *   4. (block, 512 columns) items: the double sum over the experts in
+ *      ascending order, k3_vaxpy_d per token as run_block, rounded to the
+ *      leaf;
+ * then the tree. The kernels compute each row independently of the rows
+ * beside it, so every element sees run_block's arithmetic: the same bits. */
+static void run_routed_rows(const moe_job *j, int nb, float *const *leaf, float *ylat) {
+    const k3_moe_w *w = j->w;
+    const int E = j->m->c->num_experts;
+    const int64_t X = j->X, ml = j->ml, I = ml * nb, T = j->T, S = j->start[E];
+    int *sel = k3_thread_buf(K3_TB_MOE_SEL, sizeof(int) * (size_t)E);
+    int k = 0;
+    for (int e = 0; e < E; e++)
+        if (j->start[e + 1] > j->start[e]) sel[k++] = e;
+    float *gu = FLOATS(K3_TB_EXPERT_GUD, 2 * S * I + S * nb * X);
+    float *d = gu + 2 * S * I;
+    const int64_t nrc = (X + DOWN_CHUNK - 1) / DOWN_CHUNK, nsc = (X + SUM_CHUNK - 1) / SUM_CHUNK;
+    const float beta = (float)j->m->c->situ_beta, lbeta = (float)j->m->c->situ_linear_beta;
+#pragma omp parallel
+    {
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t it = 0; it < (int64_t)k * nb; it++) {
+            const int e = sel[it / nb], b = (int)(it % nb);
+            const int64_t s0 = j->start[e], n = j->start[e + 1] - s0;
+            float *g = gu + 2 * s0 * I + 2 * b * n * ml;
+            k3_wmat eg = k3_wmat_rows(&w->eg[e], b * ml, ml),
+                    eu = k3_wmat_rows(&w->eu[e], b * ml, ml);
+            expert_product(&eg, j->xg + s0 * X, n, g);
+            expert_product(&eu, j->xg + s0 * X, n, g + n * ml);
+            k3_situ_vec(g + n * ml, g, n * ml, beta, lbeta);
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t it = 0; it < (int64_t)k * nrc; it++) {
+            const int e = sel[it / nrc];
+            const int64_t s0 = j->start[e], n = j->start[e + 1] - s0;
+            const int64_t r0 = (it % nrc) * DOWN_CHUNK,
+                          nr = X - r0 < DOWN_CHUNK ? X - r0 : DOWN_CHUNK;
+            float *y = FLOATS(K3_TB_RP_TMP, n * nr);
+            for (int b = 0; b < nb; b++) {
+                k3_wmat ed = k3_wmat_cols(&w->ed[e], b * ml, ml);
+                k3_wmat Wv = k3_wmat_rows(&ed, r0, nr);
+                expert_product(&Wv, gu + 2 * s0 * I + 2 * b * n * ml + n * ml, n, y);
+                float *db = d + (s0 * nb + b * n) * X;
+                for (int64_t t = 0; t < n; t++)
+                    memcpy(db + t * X + r0, y + t * nr, sizeof(float) * (size_t)nr);
+            }
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t it = 0; it < nb * nsc; it++) {
+            const int b = (int)(it / nsc);
+            const int64_t c0 = (it % nsc) * SUM_CHUNK,
+                          len = X - c0 < SUM_CHUNK ? X - c0 : SUM_CHUNK;
+            double *y = k3_thread_buf(K3_TB_EXPERT_Y, sizeof(double) * (size_t)(T * len));
+            memset(y, 0, sizeof(double) * (size_t)(T * len));
+            for (int i = 0; i < k; i++) {
+                const int64_t s0 = j->start[sel[i]], n = j->start[sel[i] + 1] - s0;
+                const float *db = d + (s0 * nb + b * n) * X;
+                for (int64_t t = 0; t < n; t++)
+                    k3_vaxpy_d(y + j->tok[s0 + t] * len, (double)j->wt[s0 + t], db + t * X + c0,
+                               len);
+            }
+            for (int64_t t = 0; t < T; t++)
+                for (int64_t c = 0; c < len; c++) leaf[b][t * X + c0 + c] = (float)y[t * len + c];
+        }
+        k3_tree_reduce_into(leaf, nb, T * X, ylat);
+    }
+}
+
 /* ylat [T, X] = the routed experts of a routing on xin [T, X] (moe.h). */
 static void run_routed(const k3_model *m, const k3_moe_w *w, const moe_route *r, const float *xin,
                        int64_t X, float *ylat) {
@@ -334,6 +421,10 @@ static void run_routed(const k3_model *m, const k3_moe_w *w, const moe_route *r,
     if (T == 1 && j.m->c->num_experts_per_token <= K3_MOE_MAX_ACTIVE &&
         omp_get_max_threads() <= K3_STEAL_MAX && !omp_in_parallel()) {
         run_routed_one_token(&j, nb, leaf, ylat);
+        return;
+    }
+    if (T > 1 && T <= ROWS_TOKENS && !omp_in_parallel()) {
+        run_routed_rows(&j, nb, leaf, ylat);
         return;
     }
 #pragma omp parallel
