@@ -279,13 +279,19 @@ static void run_routed_one_token(const moe_job *j, int nb, float *const *leaf, f
     const float beta = (float)j->m->c->situ_beta, lbeta = (float)j->m->c->situ_linear_beta;
     for (int i = 0; i < k; i++) k3_situ_vec(gu + (2 * i + 1) * I, gu + 2 * i * I, I, beta, lbeta);
     const int64_t groups = (X + DOWN_GROUP - 1) / DOWN_GROUP;
+    /* ~64 KiB of down rows a claim: each claim is nb kernel calls, whose
+     * fixed cost outweighed 64 rows of a small expert's 32-column blocks */
+    k3_wmat one = w->ed[sel[0]];
+    one.rows = DOWN_GROUP;
+    const uint64_t gb = k3_wmat_bytes(&one);
+    const int64_t per = gb && gb < 65536 ? (int64_t)(65536 / gb) : 1;
     k3_steal st;
     k3_steal_init(&st, omp_get_max_threads(), k * groups, NULL);
 #pragma omp parallel if (omp_get_max_threads() > 1) /* no one-thread region */
     {
         const int tid = omp_get_thread_num();
         int64_t it, got;
-        while ((it = k3_steal_next(&st, tid, 4, &got)) >= 0)
+        while ((it = k3_steal_next(&st, tid, per, &got)) >= 0)
             for (int64_t e_it = it + got; it < e_it;) { /* the run's piece in one expert */
                 const int i = (int)(it / groups);
                 const int64_t stop = (int64_t)(i + 1) * groups < e_it ? (i + 1) * groups : e_it;
