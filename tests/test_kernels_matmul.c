@@ -375,6 +375,49 @@ TEST(sliced_views_vs_ref) {
     free_mat(&x);
 }
 
+/* k3_matvec_colblocks_serial == k3_matvec_serial on each block's column
+ * view, bitwise: every format, odd rows, block widths that are not a
+ * multiple of the vector width (float formats), 1..8 blocks, and a row view
+ * starting mid-matrix. */
+TEST(colblocks_bitwise_per_block) {
+    struct {
+        k3_wfmt fmt;
+        int bits, group;
+        int64_t K;
+    } f[] = {{K3_W_F32, 0, 0, 8 * 37},    {K3_W_F16, 0, 0, 8 * 45},
+             {K3_W_BF16, 0, 0, 8 * 203},  {K3_W_BF16, 0, 0, 3 * 1024},
+             {K3_W_MXFP4, 4, 32, 8 * 96}, {K3_W_AFFINE, 4, 64, 8 * 128},
+             {K3_W_AFFINE, 3, 32, 4 * 96}};
+    for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+        for (int nb = 1; nb <= 8; nb++) {
+            const int64_t K = f[i].K, R = 29;
+            int64_t g = f[i].group ? f[i].group : 1;
+            if (K % nb || (K / nb) % g) continue;
+            owned_mat m = make_mat(f[i].fmt, R, K, f[i].bits, f[i].group, K3_W_BF16);
+            k3_wmat W = k3_wmat_rows(&m.w, 3, R - 3);
+            const int64_t bc = K / nb;
+            float *x = malloc(sizeof(float) * (size_t)K);
+            float *ref = malloc(sizeof(float) * (size_t)(nb * R)),
+                  *got = malloc(sizeof(float) * (size_t)(nb * R));
+            for (int64_t c = 0; c < K; c++) x[c] = (float)(t_rand() * 2 - 1);
+            const float *xb[8];
+            float *yb[8];
+            for (int b = 0; b < nb; b++) {
+                xb[b] = x + b * bc;
+                yb[b] = got + b * R;
+                k3_wmat v = k3_wmat_cols(&W, b * bc, bc);
+                k3_matvec_serial(&v, xb[b], ref + b * R);
+            }
+            k3_matvec_colblocks_serial(&W, nb, xb, yb);
+            for (int b = 0; b < nb; b++)
+                CHECK(!memcmp(got + b * R, ref + b * R, sizeof(float) * (size_t)W.rows),
+                      "%s K %lld nb %d block %d differs", k3_wfmt_name(f[i].fmt), (long long)K, nb,
+                      b);
+            free(x), free(ref), free(got);
+            free_mat(&m);
+        }
+}
+
 /* Bigger than the serial threshold so both threads really run. */
 TEST(large_threaded_vs_ref) {
     owned_mat a = make_mat(K3_W_AFFINE, 301, 512, 4, 64, K3_W_BF16);
@@ -657,6 +700,7 @@ int main(void) {
     RUN(affine_every_width_group_scale_type);
     RUN(affine_decode_awkward_cols);
     RUN(sliced_views_vs_ref);
+    RUN(colblocks_bitwise_per_block);
     RUN(large_threaded_vs_ref);
     RUN(matmul_rows_independent_of_T);
     RUN(few_tokens_every_format);

@@ -26,6 +26,10 @@
 int k3_avx2_supports(const k3_wmat *W);
 
 void k3_matvec_avx2(const k3_wmat *W, const float *x, float *y);
+/* k3_matvec_colblocks_serial (matmul.h) for f32/f16/bf16: row by row, each
+ * block with the dot k3_matvec_avx2 uses on the block's view. */
+void k3_matvec_avx2_float_colblocks(const k3_wmat *W, int nb, const float *const *xb,
+                                    float *const *y);
 void k3_matmul_avx2(const k3_wmat *W, const float *X, int64_t T, float *Y);
 /* k3_matmul_few on the calling thread (matmul.h): row r is decoded once into
  * an L1 buffer and dotted with every token. */

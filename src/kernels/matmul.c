@@ -101,6 +101,21 @@ void k3_matvec_serial(const k3_wmat *W, const float *x, float *y) {
     serial_depth--;
 }
 
+void k3_matvec_colblocks_serial(const k3_wmat *W, int nb, const float *const *xb, float *const *y) {
+    if (W->rows <= 0 || nb <= 0) return;
+    const int64_t bc = W->cols / nb;
+    k3_wmat one = k3_wmat_cols(W, 0, bc); /* the view k3_matvec would see */
+    const int fl = W->fmt == K3_W_F32 || W->fmt == K3_W_F16 || W->fmt == K3_W_BF16;
+    if (fl && use_avx2(&one) && !(k3_act_int8() && k3_i8_supports(&one))) {
+        k3_matvec_avx2_float_colblocks(W, nb, xb, y);
+        return;
+    }
+    for (int b = 0; b < nb; b++) {
+        k3_wmat v = k3_wmat_cols(W, b * bc, bc);
+        k3_matvec_serial(&v, xb[b], y[b]);
+    }
+}
+
 void k3_matmul_serial(const k3_wmat *W, const float *X, int64_t T, float *Y) {
     serial_depth++;
     k3_matmul(W, X, T, Y);

@@ -21,6 +21,14 @@ void k3_matmul(const k3_wmat *W, const float *X, int64_t T, float *Y);
 void k3_matvec_serial(const k3_wmat *W, const float *x, float *y);
 void k3_matmul_serial(const k3_wmat *W, const float *X, int64_t T, float *Y);
 
+/* One token against nb column blocks of W (cols = nb * bc): for every row r
+ * and block b, y[b][r] = sum_{c < bc} W[r, b*bc + c] xb[b][c], on the calling
+ * thread. Bitwise k3_matvec_serial on each block's column view; the float
+ * formats read each row once, its blocks in turn, instead of one strided
+ * pass per block (the sharded-to-all products of rowpar.h, one decoded
+ * token). */
+void k3_matvec_colblocks_serial(const k3_wmat *W, int nb, const float *const *xb, float *const *y);
+
 /* Few-token product (experts in prefill: a handful of tokens each), on the
  * calling thread: each weight row is decoded once and dotted with all T
  * token vectors, with no k-major panel. Token t's result is bitwise

@@ -105,6 +105,24 @@ K3_AVX2 static void float_rows(const k3_rows_ctx *c, int64_t r0, int64_t r1) {
     }
 }
 
+K3_AVX2 void k3_matvec_avx2_float_colblocks(const k3_wmat *W, int nb, const float *const *xb,
+                                            float *const *y) {
+    const int64_t bc = W->cols / nb;
+    const size_t esz = W->fmt == K3_W_F32 ? 4 : 2;
+    for (int64_t r = 0; r < W->rows; r++) {
+        const uint8_t *row = W->data + (size_t)r * W->row_stride;
+        for (int b = 0; b < nb; b++) {
+            const uint8_t *seg = row + (size_t)(b * bc) * esz;
+            if (W->fmt == K3_W_F32)
+                y[b][r] = dot_float_row(K3_W_F32, seg, xb[b], bc);
+            else if (W->fmt == K3_W_F16)
+                y[b][r] = dot_float_row(K3_W_F16, seg, xb[b], bc);
+            else
+                y[b][r] = dot_float_row(K3_W_BF16, seg, xb[b], bc);
+        }
+    }
+}
+
 static void matvec_float(const k3_wmat *W, const float *x, float *y) {
     k3_rows_ctx c = {W, x, NULL, NULL, y};
     k3_parallel_rows(&c, float_rows);

@@ -299,12 +299,14 @@ static void run_routed_one_token(const moe_job *j, int nb, float *const *leaf, f
                 const int64_t r1 = (stop - (int64_t)i * groups) * DOWN_GROUP < X
                                        ? (stop - (int64_t)i * groups) * DOWN_GROUP
                                        : X;
-                const float *u = gu + (2 * i + 1) * I;
+                const float *u = gu + (2 * i + 1) * I, *ub[K3_ROWPAR_BLOCKS];
+                float *y[K3_ROWPAR_BLOCKS];
                 for (int b = 0; b < nb; b++) {
-                    k3_wmat ed = k3_wmat_cols(&w->ed[sel[i]], b * ml, ml);
-                    k3_wmat Wv = k3_wmat_rows(&ed, r0, r1 - r0);
-                    k3_matvec_serial(&Wv, u + b * ml, d + ((int64_t)i * nb + b) * X + r0);
+                    ub[b] = u + b * ml;
+                    y[b] = d + ((int64_t)i * nb + b) * X + r0;
                 }
+                k3_wmat Wv = k3_wmat_rows(&w->ed[sel[i]], r0, r1 - r0);
+                k3_matvec_colblocks_serial(&Wv, nb, ub, y);
                 it = stop;
             }
 #pragma omp barrier

@@ -140,15 +140,14 @@ static int chunks_per_block(int nb, int64_t R) {
 /* One token: 16-row groups of W in contiguous per-thread shares taken from
  * the front and stolen from the back once a thread is done
  * (kernels/steal.h), ~64 KiB of weights a claim. A claimed run of rows is
- * computed block after block (one serial product per block, each row as in
- * the block's whole product), so the run's full-width rows are read once, in
- * address order, while they are in cache: in block-major order every row was
- * a new stream of bc columns, and the prefetch ahead in it fetched the next
- * blocks' columns, evicted before their turn (15-17 GB/s at 2 threads on
- * the real slice against 41-50 for the products around them). Then the
- * threads split the tree sum. */
-static void one_token_stealing(const k3_wmat *W, int nb, int64_t bc, const float *const *xb,
-                               float *const *leaf, float *Y) {
+ * computed block after block (k3_matvec_colblocks_serial: each row as in the
+ * block's whole product; the float formats walk each row once), so the run's
+ * full-width rows are read once, in address order, while they are in cache: in block-major order
+ * every row was a new stream of bc columns, and the prefetch ahead in it fetched the next blocks'
+ * columns, evicted before their turn (15-17 GB/s at 2 threads on the real slice against 41-50 for
+ * the products around them). Then the threads split the tree sum. */
+static void one_token_stealing(const k3_wmat *W, int nb, const float *const *xb, float *const *leaf,
+                               float *Y) {
     const int64_t R = W->rows, g = (R + 15) / 16;
     k3_wmat one = *W;
     one.rows = 1;
@@ -162,11 +161,10 @@ static void one_token_stealing(const k3_wmat *W, int nb, int64_t bc, const float
         int64_t i, got;
         while ((i = k3_steal_next(&st, tid, per, &got)) >= 0) {
             const int64_t r0 = i * 16, r1 = (i + got) * 16 < R ? (i + got) * 16 : R;
-            for (int b = 0; b < nb; b++) {
-                k3_wmat Wb = k3_wmat_cols(W, b * bc, bc);
-                k3_wmat Wv = k3_wmat_rows(&Wb, r0, r1 - r0);
-                k3_matvec_serial(&Wv, xb[b], leaf[b] + r0);
-            }
+            float *y[K3_ROWPAR_BLOCKS];
+            for (int b = 0; b < nb; b++) y[b] = leaf[b] + r0;
+            k3_wmat Wv = k3_wmat_rows(W, r0, r1 - r0);
+            k3_matvec_colblocks_serial(&Wv, nb, xb, y);
         }
 #pragma omp barrier
         k3_tree_reduce_into(leaf, nb, R, Y);
@@ -201,7 +199,7 @@ static void rowpar_pass(const k3_wmat *W, int nb, const float *X, int64_t n, flo
         return;
     }
     if (n == 1 && omp_get_max_threads() <= K3_STEAL_MAX && (R + 15) / 16 < ((int64_t)1 << 32)) {
-        one_token_stealing(W, nb, bc, xb, leaf, Y);
+        one_token_stealing(W, nb, xb, leaf, Y);
         return;
     }
 #pragma omp parallel
