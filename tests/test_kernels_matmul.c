@@ -418,6 +418,48 @@ TEST(colblocks_bitwise_per_block) {
         }
 }
 
+/* k3_matmul_few_colblocks_serial against k3_matmul_few on each block's view,
+ * bitwise: every format, 1..8 blocks, 2..9 tokens (4-token tiles and their
+ * remainders), 29 - 3 rows (a row view, rows not a multiple of 16). */
+TEST(few_colblocks_bitwise_per_block) {
+    struct {
+        k3_wfmt fmt;
+        int bits, group;
+        int64_t K;
+    } f[] = {{K3_W_F32, 0, 0, 8 * 37},    {K3_W_F16, 0, 0, 8 * 45},
+             {K3_W_BF16, 0, 0, 8 * 203},  {K3_W_BF16, 0, 0, 8 * 32},
+             {K3_W_MXFP4, 4, 32, 8 * 96}, {K3_W_AFFINE, 4, 64, 8 * 128},
+             {K3_W_AFFINE, 3, 32, 4 * 96}};
+    for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+        for (int nb = 1; nb <= 8; nb++)
+            for (int64_t T = 2; T <= 9; T += nb % 2 ? 3 : 2) {
+                const int64_t K = f[i].K, R = 29;
+                int64_t g = f[i].group ? f[i].group : 1;
+                if (K % nb || (K / nb) % g) continue;
+                owned_mat m = make_mat(f[i].fmt, R, K, f[i].bits, f[i].group, K3_W_BF16);
+                k3_wmat W = k3_wmat_rows(&m.w, 3, R - 3);
+                const int64_t bc = K / nb, n = W.rows;
+                float *x = malloc(sizeof(float) * (size_t)(T * K));
+                float *ref = malloc(sizeof(float) * (size_t)(nb * T * n)),
+                      *got = malloc(sizeof(float) * (size_t)(nb * T * n));
+                for (int64_t c = 0; c < T * K; c++) x[c] = (float)(t_rand() * 2 - 1);
+                const float *xb[8];
+                float *yb[8];
+                for (int b = 0; b < nb; b++) {
+                    xb[b] = x + b * T * bc; /* block b's [T, bc] */
+                    yb[b] = got + b * T * n;
+                    k3_wmat v = k3_wmat_cols(&W, b * bc, bc);
+                    k3_matmul_few(&v, xb[b], T, ref + b * T * n);
+                }
+                k3_matmul_few_colblocks_serial(&W, nb, xb, T, yb);
+                CHECK(!memcmp(got, ref, sizeof(float) * (size_t)(nb * T * n)),
+                      "%s K %lld nb %d T %lld differs", k3_wfmt_name(f[i].fmt), (long long)K, nb,
+                      (long long)T);
+                free(x), free(ref), free(got);
+                free_mat(&m);
+            }
+}
+
 /* Bigger than the serial threshold so both threads really run. */
 TEST(large_threaded_vs_ref) {
     owned_mat a = make_mat(K3_W_AFFINE, 301, 512, 4, 64, K3_W_BF16);
@@ -701,6 +743,7 @@ int main(void) {
     RUN(affine_decode_awkward_cols);
     RUN(sliced_views_vs_ref);
     RUN(colblocks_bitwise_per_block);
+    RUN(few_colblocks_bitwise_per_block);
     RUN(large_threaded_vs_ref);
     RUN(matmul_rows_independent_of_T);
     RUN(few_tokens_every_format);

@@ -41,8 +41,15 @@ const float *k3_few_avx512_prepare(const k3_wmat *W, const float *X, int64_t T);
 /* Rows [r0, r1) of Y [T, W->rows] only (a thread's share), on prepared X. */
 void k3_matmul_few_rows_avx512(const k3_wmat *W, int64_t r0, int64_t r1, const float *Xp, int64_t T,
                                float *Y);
+/* Floats X takes once prepared (0: the kernel reads X itself), and the
+ * preparation into a buffer of the caller's (several at once: the column
+ * blocks of k3_matmul_few_colblocks_serial). */
+int64_t k3_few_avx512_prepared_floats(const k3_wmat *W, int64_t T);
+void k3_few_avx512_prepare_into(const k3_wmat *W, const float *X, int64_t T, float *Xp);
 /* The bf16 case (matmul_few_bf16_avx512.c). */
 const float *k3_few_bf16_prepare(const k3_wmat *W, const float *X, int64_t T);
+int64_t k3_few_bf16_prepared_floats(const k3_wmat *W, int64_t T);
+void k3_few_bf16_prepare_into(const k3_wmat *W, const float *X, int64_t T, float *xd);
 void k3_matmul_few_bf16_rows(const k3_wmat *W, int64_t r0, int64_t r1, const float *xd, int64_t T,
                              float *Y);
 

@@ -13,6 +13,7 @@
 #include "kernels/avx512.h"
 #include "kernels/cpu.h"
 #include "kernels/matvec_i8.h"
+#include "kernels/scratch.h"
 
 #include <omp.h>
 
@@ -113,6 +114,37 @@ void k3_matvec_colblocks_serial(const k3_wmat *W, int nb, const float *const *xb
     for (int b = 0; b < nb; b++) {
         k3_wmat v = k3_wmat_cols(W, b * bc, bc);
         k3_matvec_serial(&v, xb[b], y[b]);
+    }
+}
+
+/* Rows per step of k3_matmul_few_colblocks_serial: one pass of the
+ * few-token kernel. */
+#define COLBLOCK_ROWS 16
+
+void k3_matmul_few_colblocks_serial(const k3_wmat *W, int nb, const float *const *Xb, int64_t T,
+                                    float *const *Yb) {
+    if (W->rows <= 0 || T <= 0 || nb <= 0) return;
+    const int64_t bc = W->cols / nb;
+    k3_wmat v[K3_COLBLOCKS_MAX];
+    v[0] = k3_wmat_cols(W, 0, bc);
+    if (nb > K3_COLBLOCKS_MAX || !use_avx2(&v[0]) || !use_few_avx512(&v[0])) {
+        for (int b = 0; b < nb; b++) {
+            k3_wmat vb = k3_wmat_cols(W, b * bc, bc);
+            k3_matmul_few(&vb, Xb[b], T, Yb[b]);
+        }
+        return;
+    }
+    const int64_t pf = k3_few_avx512_prepared_floats(&v[0], T);
+    float *buf = pf ? k3_scratch(K3_SCRATCH_XPERM_B, sizeof(float) * (size_t)(nb * pf)) : NULL;
+    const float *xp[K3_COLBLOCKS_MAX];
+    for (int b = 0; b < nb; b++) {
+        v[b] = k3_wmat_cols(W, b * bc, bc);
+        if (pf) k3_few_avx512_prepare_into(&v[b], Xb[b], T, buf + b * pf);
+        xp[b] = pf ? buf + b * pf : Xb[b];
+    }
+    for (int64_t r = 0; r < W->rows; r += COLBLOCK_ROWS) {
+        const int64_t r1 = W->rows - r < COLBLOCK_ROWS ? W->rows : r + COLBLOCK_ROWS;
+        for (int b = 0; b < nb; b++) k3_matmul_few_rows_avx512(&v[b], r, r1, xp[b], T, Yb[b]);
     }
 }
 

@@ -29,6 +29,20 @@ void k3_matmul_serial(const k3_wmat *W, const float *X, int64_t T, float *Y);
  * token). */
 void k3_matvec_colblocks_serial(const k3_wmat *W, int nb, const float *const *xb, float *const *y);
 
+/* Most column blocks k3_matmul_few_colblocks_serial walks together (more:
+ * block after block). */
+#define K3_COLBLOCKS_MAX 16
+
+/* T tokens against nb column blocks of W (cols = nb * bc): Yb[b] [T, W->rows]
+ * = the product of block b's column view with Xb[b] [T, bc], on the calling
+ * thread. Bitwise k3_matmul_few on each block's view; on the few-token
+ * AVX-512 kernel each block's activations are prepared once and the rows go
+ * 16 at a time with every block inside, so each row is read once in address
+ * order instead of as nb strided pieces (the down products of a decode
+ * batch's experts, model/moe.c). */
+void k3_matmul_few_colblocks_serial(const k3_wmat *W, int nb, const float *const *Xb, int64_t T,
+                                    float *const *Yb);
+
 /* Few-token product (experts in prefill: a handful of tokens each), on the
  * calling thread: each weight row is decoded once and dotted with all T
  * token vectors, with no k-major panel. Token t's result is bitwise

@@ -237,6 +237,14 @@ const float *k3_few_avx512_prepare(const k3_wmat *W, const float *X, int64_t T) 
     return W->fmt == K3_W_BF16 ? k3_few_bf16_prepare(W, X, T) : X;
 }
 
+int64_t k3_few_avx512_prepared_floats(const k3_wmat *W, int64_t T) {
+    return W->fmt == K3_W_BF16 ? k3_few_bf16_prepared_floats(W, T) : 0;
+}
+
+void k3_few_avx512_prepare_into(const k3_wmat *W, const float *X, int64_t T, float *Xp) {
+    if (W->fmt == K3_W_BF16) k3_few_bf16_prepare_into(W, X, T, Xp);
+}
+
 void k3_matmul_few_rows_avx512(const k3_wmat *W, int64_t r0, int64_t r1, const float *X, int64_t T,
                                float *Y) {
     if (W->fmt == K3_W_BF16) { /* matmul_few_bf16_avx512.c */

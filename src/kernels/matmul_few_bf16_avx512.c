@@ -137,9 +137,12 @@ ROWS_TB(4, 4)
 typedef void (*rows_fn)(const k3_wmat *, int64_t, int, const float *, int64_t, float *, int64_t);
 static const rows_fn table[MAX_TB] = {bf_rows_1, bf_rows_2, bf_rows_3, bf_rows_4};
 
-const float *k3_few_bf16_prepare(const k3_wmat *W, const float *X, int64_t T) {
+int64_t k3_few_bf16_prepared_floats(const k3_wmat *W, int64_t T) {
+    return T * kpad(W->cols) + 16;
+}
+
+void k3_few_bf16_prepare_into(const k3_wmat *W, const float *X, int64_t T, float *xd) {
     const int64_t K = W->cols, ld = kpad(K);
-    float *xd = k3_scratch(K3_SCRATCH_XPERM_T, sizeof(float) * (size_t)(T * ld + 16));
     for (int64_t t = 0; t < T; t++) {
         const float *x = X + t * K;
         float *o = xd + t * ld;
@@ -149,6 +152,12 @@ const float *k3_few_bf16_prepare(const k3_wmat *W, const float *X, int64_t T) {
                 o[c + 16 + i] = c + 2 * i + 1 < K ? x[c + 2 * i + 1] : 0.0f;
             }
     }
+}
+
+const float *k3_few_bf16_prepare(const k3_wmat *W, const float *X, int64_t T) {
+    float *xd =
+        k3_scratch(K3_SCRATCH_XPERM_T, sizeof(float) * (size_t)k3_few_bf16_prepared_floats(W, T));
+    k3_few_bf16_prepare_into(W, X, T, xd);
     return xd;
 }
 

@@ -14,6 +14,7 @@ enum {
     K3_SCRATCH_XSUM,
     K3_SCRATCH_XPERM,
     K3_SCRATCH_XPERM_T, /* few-token bf16: the tokens' de-interleaved activations */
+    K3_SCRATCH_XPERM_B, /* few-token column blocks: every block's prepared activations */
     K3_SCRATCH_ROWSC,
     K3_SCRATCH_I8_Q,
     K3_SCRATCH_I8_X,

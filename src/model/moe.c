@@ -337,16 +337,18 @@ static void run_routed_one_token(const moe_job *j, int nb, float *const *leaf, f
 /* A decode batch (1 < T <= ROWS_TOKENS), nb > 1 blocks: run_block's sums for
  * every block with the work regrouped, as run_routed_one_token does for one
  * token. Selection s (expert order, gather_tokens) of an expert with n tokens
- * starting at s0 keeps, per block b, its gate and up [n, ml] at
- * gu + 2*s0*I + 2*b*n*ml (up after gate) and its down partial [n, X] at
+ * starting at s0 keeps, per block b, its SiTU output [n, ml] at
+ * gu + 2*s0*I + (2*b+1)*n*ml and its down partial [n, X] at
  * d + (s0*nb + b*n)*X. In one region:
- *   1. (expert, block) items: gate and up of the block's rows, the very
- *      products run_block computes (expert_product on the same views);
- *   2. SiTU per (expert, block);
- *   3. (expert, 256 rows of down) items, the blocks inside: each block's
- *      column view on those rows, so the down rows are read once in address
- *      order instead of as 8 strided passes of ml columns;
- *   4. (block, 512 columns) items: the double sum over the experts in
+ *   1. expert items: gate and up over whole rows (one product each instead
+ *      of nb row slices: on small experts the per-call cost, the activations'
+ *      preparation above all, outweighed the rows), SiTU, each block's
+ *      slice copied out; every row is computed as in its block's product;
+ *   2. (expert, 256 rows of down) items: 16 rows at a time with every
+ *      block's column view inside (k3_matvec_colblocks_serial for one token,
+ *      k3_matmul_few_colblocks_serial for a few), so the down rows are read
+ *      once in address order instead of as nb strided passes of ml columns;
+ *   3. (block, 512 columns) items: the double sum over the experts in
  *      ascending order, k3_vaxpy_d per token as run_block, rounded to the
  *      leaf;
  * then the tree. The kernels compute each row independently of the rows
@@ -366,15 +368,17 @@ static void run_routed_rows(const moe_job *j, int nb, float *const *leaf, float 
 #pragma omp parallel
     {
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t it = 0; it < (int64_t)k * nb; it++) {
-            const int e = sel[it / nb], b = (int)(it % nb);
+        for (int64_t it = 0; it < k; it++) {
+            const int e = sel[it];
             const int64_t s0 = j->start[e], n = j->start[e + 1] - s0;
-            float *g = gu + 2 * s0 * I + 2 * b * n * ml;
-            k3_wmat eg = k3_wmat_rows(&w->eg[e], b * ml, ml),
-                    eu = k3_wmat_rows(&w->eu[e], b * ml, ml);
-            expert_product(&eg, j->xg + s0 * X, n, g);
-            expert_product(&eu, j->xg + s0 * X, n, g + n * ml);
-            k3_situ_vec(g + n * ml, g, n * ml, beta, lbeta);
+            float *g = FLOATS(K3_TB_RP_TMP, 2 * n * I), *u = g + n * I;
+            expert_product(&w->eg[e], j->xg + s0 * X, n, g);
+            expert_product(&w->eu[e], j->xg + s0 * X, n, u);
+            k3_situ_vec(u, g, n * I, beta, lbeta);
+            for (int b = 0; b < nb; b++) /* each block's [n, ml] slice, where down reads it */
+                for (int64_t t = 0; t < n; t++)
+                    memcpy(gu + 2 * s0 * I + (2 * b + 1) * n * ml + t * ml, u + t * I + b * ml,
+                           sizeof(float) * (size_t)ml);
         }
 #pragma omp for schedule(dynamic, 1)
         for (int64_t it = 0; it < (int64_t)k * nrc; it++) {
@@ -382,15 +386,29 @@ static void run_routed_rows(const moe_job *j, int nb, float *const *leaf, float 
             const int64_t s0 = j->start[e], n = j->start[e + 1] - s0;
             const int64_t r0 = (it % nrc) * DOWN_CHUNK,
                           nr = X - r0 < DOWN_CHUNK ? X - r0 : DOWN_CHUNK;
-            float *y = FLOATS(K3_TB_RP_TMP, n * nr);
-            for (int b = 0; b < nb; b++) {
-                k3_wmat ed = k3_wmat_cols(&w->ed[e], b * ml, ml);
-                k3_wmat Wv = k3_wmat_rows(&ed, r0, nr);
-                expert_product(&Wv, gu + 2 * s0 * I + 2 * b * n * ml + n * ml, n, y);
-                float *db = d + (s0 * nb + b * n) * X;
-                for (int64_t t = 0; t < n; t++)
-                    memcpy(db + t * X + r0, y + t * nr, sizeof(float) * (size_t)nr);
+            const float *ub[K3_ROWPAR_BLOCKS];
+            float *yb[K3_ROWPAR_BLOCKS];
+            for (int b = 0; b < nb; b++) ub[b] = gu + 2 * s0 * I + (2 * b + 1) * n * ml;
+            k3_wmat Wv = k3_wmat_rows(&w->ed[e], r0, nr);
+            if (n == 1) { /* expert_product's k3_matvec, per block */
+                for (int b = 0; b < nb; b++) yb[b] = d + (s0 * nb + b) * X + r0;
+                k3_matvec_colblocks_serial(&Wv, nb, ub, yb);
+                continue;
             }
+            float *y = FLOATS(K3_TB_RP_TMP, nb * n * nr);
+            for (int b = 0; b < nb; b++) yb[b] = y + b * n * nr;
+            if (n <= few_max) { /* expert_product's k3_matmul_few, per block */
+                k3_matmul_few_colblocks_serial(&Wv, nb, ub, n, yb);
+            } else {
+                for (int b = 0; b < nb; b++) {
+                    k3_wmat v = k3_wmat_cols(&Wv, b * ml, ml);
+                    expert_product(&v, ub[b], n, yb[b]);
+                }
+            }
+            for (int b = 0; b < nb; b++)
+                for (int64_t t = 0; t < n; t++)
+                    memcpy(d + (s0 * nb + b * n) * X + t * X + r0, yb[b] + t * nr,
+                           sizeof(float) * (size_t)nr);
         }
 #pragma omp for schedule(dynamic, 1)
         for (int64_t it = 0; it < nb * nsc; it++) {
