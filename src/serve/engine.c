@@ -49,6 +49,7 @@ int serve_engine_open(serve_engine *e, const char *dir, const char *name, int th
     k3_load_opts lo = {.threads = threads, .tp_size = 1, .pp_size = 1};
     e->model = k3_model_load(dir, &lo);
     if (!e->model) return -1;
+    e->threads = threads;
     e->vocab = k3_model_vocab(e->model);
     e->tok = k3_tok_open(dir, e->vocab);
     if (!e->tok || k3_xtml_init(&e->xtml, e->tok)) {

@@ -16,6 +16,7 @@
 #include "serve/sched.h"
 
 #include <errno.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -518,6 +519,12 @@ static void *worker_main(void *arg) {
     serve_sched *s = arg;
     k3_buf b = {0};
     int stopping = 0;
+    /* OpenMP's thread count is a per-thread setting: the one k3_model_load
+     * made applies to the thread that loaded, not to this one */
+    if (s->eng->threads > 0) omp_set_num_threads(s->eng->threads);
+    pthread_mutex_lock(&s->mu);
+    s->st.threads = omp_get_max_threads();
+    pthread_mutex_unlock(&s->mu);
     while (admit(s, &stopping)) {
         pthread_mutex_lock(&s->mu);
         unsigned wake0 = s->wake;
@@ -654,8 +661,9 @@ int serve_sched_busy(serve_sched *s) {
 }
 
 json_t *serve_sched_stats_json(const serve_sched_stats *st) {
-    return json_pack("{s:I,s:I,s:i,s:I,s:I,s:I}", "steps", (json_int_t)st->steps, "step_sequences",
-                     (json_int_t)st->step_sequences, "max_step_sequences", st->max_step_sequences,
-                     "rejected_queue", (json_int_t)st->rejected_queue, "cache_snapshots",
-                     (json_int_t)st->cache_snapshots, "cache_scopes", (json_int_t)st->cache_scopes);
+    return json_pack("{s:I,s:I,s:i,s:I,s:I,s:I,s:i}", "steps", (json_int_t)st->steps,
+                     "step_sequences", (json_int_t)st->step_sequences, "max_step_sequences",
+                     st->max_step_sequences, "rejected_queue", (json_int_t)st->rejected_queue,
+                     "cache_snapshots", (json_int_t)st->cache_snapshots, "cache_scopes",
+                     (json_int_t)st->cache_scopes, "threads", st->threads);
 }

@@ -101,6 +101,7 @@ typedef struct {
     uint64_t steps;          /* k3_forward_batch calls */
     uint64_t step_sequences; /* sum over steps of the sequences in them */
     int max_step_sequences;  /* the largest batch so far */
+    int threads;             /* OpenMP threads the worker runs the model with */
     uint64_t rejected_queue; /* submits refused because the queue was full */
     uint64_t cache_hits, cache_lookups, cache_tokens_reused, cache_evictions;
     uint64_t cache_snapshots; /* snapshots stored */

@@ -18,6 +18,24 @@ serve_stop || { echo "FAIL serve_batch_clean_exit_queue"; rc=1; }
 serve_start --test-mode || { echo "FAIL serve_batch_start_cache"; exit 1; }
 node tests/serve/batch.mjs "$SERVE_URL" cache || rc=1
 serve_stop || { echo "FAIL serve_batch_clean_exit_cache"; rc=1; }
+# --threads N is the model's thread count on the scheduler's worker thread
+# too (OpenMP's setting is per thread: it once applied only to the thread that
+# loaded the model, and the worker ran with every core); /health reports it.
+health_threads() {
+    local t i
+    for i in $(seq 1 50); do # the worker sets it when it starts
+        t=$(curl -s "$SERVE_URL/health" | python3 -c 'import json,sys; print(json.load(sys.stdin)["batch"]["threads"])')
+        [ "$t" != 0 ] && break
+        sleep 0.1
+    done
+    echo "$t"
+}
+for n in 1 3; do
+    serve_start --test-mode --threads $n || { echo "FAIL serve_batch_start_threads_$n"; exit 1; }
+    check serve_batch_worker_threads_$n test "$(health_threads)" = $n
+    serve_stop || { echo "FAIL serve_batch_clean_exit_threads_$n"; rc=1; }
+done
+
 # OMP_WAIT_POLICY=active: serve re-executes itself with passive waits (spinning
 # workers starved the HTTP threads: ~1 tok/s instead of ~30) and says so.
 OMP_WAIT_POLICY=active serve_start --test-mode || { echo "FAIL serve_batch_start_active"; exit 1; }
