@@ -83,6 +83,48 @@ TEST(proc_field_reads_first_matching_line) {
     CHECK(k3_peak_rss() > 0 && k3_current_rss() > 0, "VmHWM and VmRSS read");
 }
 
+/* k3_big_calloc / k3_big_realloc / k3_big_free: zero-filled at every size
+ * (below and above K3_BIG_MIN), blocks from K3_BIG_MIN up on a 2 MiB
+ * boundary, realloc keeps the contents across the threshold both ways. */
+TEST(big_alloc_zeroed_aligned_realloc) {
+    const size_t sizes[] = {1,          4096,           K3_BIG_MIN - 65,
+                            K3_BIG_MIN, K3_BIG_MIN + 1, 3 * K3_BIG_MIN + 7};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        size_t n = sizes[i];
+        unsigned char *p = k3_big_calloc(n);
+        CHECK(p, "k3_big_calloc(%zu): %s", n, k3_errmsg());
+        if (!p) continue;
+        size_t nz = 0;
+        for (size_t j = 0; j < n; j++) nz += p[j] != 0;
+        CHECK(nz == 0, "k3_big_calloc(%zu): %zu bytes not zero", n, nz);
+        if (n >= K3_BIG_MIN)
+            CHECK(((uintptr_t)p & ((2u << 20) - 1)) == 0, "k3_big_calloc(%zu) = %p: not on 2 MiB",
+                  n, (void *)p);
+        for (size_t j = 0; j < n; j++) p[j] = (unsigned char)(j * 7 + i);
+        /* grow past the threshold, then shrink below it: the prefix survives */
+        size_t up = n * 2 + K3_BIG_MIN, down = n < 100 ? n : 100;
+        unsigned char *q = k3_big_realloc(p, up);
+        CHECK(q, "k3_big_realloc(%zu -> %zu)", n, up);
+        if (!q) {
+            k3_big_free(p);
+            continue;
+        }
+        size_t bad = 0;
+        for (size_t j = 0; j < n; j++) bad += q[j] != (unsigned char)(j * 7 + i);
+        q[up - 1] = 1; /* the grown block is writable to its end */
+        unsigned char *r = k3_big_realloc(q, down);
+        CHECK(r, "k3_big_realloc(%zu -> %zu)", up, down);
+        if (!r) {
+            k3_big_free(q);
+            continue;
+        }
+        for (size_t j = 0; j < down; j++) bad += r[j] != (unsigned char)(j * 7 + i);
+        CHECK(bad == 0, "size %zu: %zu bytes changed by realloc", n, bad);
+        k3_big_free(r);
+    }
+    k3_big_free(NULL);
+}
+
 int main(void) {
     RUN(err_messages_compose);
     RUN(bf16_round_trip_and_rounding);
@@ -90,5 +132,6 @@ int main(void) {
     RUN(mxfp4_table_and_scales);
     RUN(mxfp4_row_low_nibble_first);
     RUN(proc_field_reads_first_matching_line);
+    RUN(big_alloc_zeroed_aligned_realloc);
     return t_done();
 }

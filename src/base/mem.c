@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,6 +47,75 @@ void *k3_xcalloc(size_t n, size_t size) {
 void *k3_xrealloc(void *p, size_t n) {
     void *q = realloc(p, n ? n : 1);
     if (!q) oom(n);
+    return q;
+}
+
+/* The 64 bytes before a k3_big_* pointer: how it was made. */
+typedef struct {
+    void *base;   /* the mapping (NULL: the block came from calloc) */
+    size_t len;   /* the mapping's length, or the calloc'd block's */
+    size_t bytes; /* what the caller asked for */
+    uint64_t magic;
+} big_head;
+#define BIG_HEAD 64
+#define BIG_MAGIC 0x6b3362696762756full
+#define HUGE_2M ((size_t)2 << 20)
+
+void *k3_big_calloc(size_t bytes) {
+    if (bytes > SIZE_MAX - 2 * HUGE_2M - BIG_HEAD) {
+        k3_seterr("out of memory allocating %zu bytes", bytes);
+        return NULL;
+    }
+    big_head h = {NULL, bytes + BIG_HEAD, bytes, BIG_MAGIC};
+    char *user;
+    if (bytes + BIG_HEAD < K3_BIG_MIN) {
+        char *p = calloc(1, h.len);
+        if (!p) {
+            k3_seterr("out of memory allocating %zu bytes", bytes);
+            return NULL;
+        }
+        user = p + BIG_HEAD;
+    } else {
+        /* the user block starts on a 2 MiB boundary (the head sits in the
+         * page before it), so every whole 2 MiB of it can be a huge page */
+        size_t span = (bytes + HUGE_2M - 1) / HUGE_2M * HUGE_2M;
+        h.len = span + HUGE_2M;
+        char *p = mmap(NULL, h.len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+            k3_seterr("out of memory mapping %zu bytes: %s", bytes, strerror(errno));
+            return NULL;
+        }
+        h.base = p;
+        user = (char *)(((uintptr_t)p + BIG_HEAD + HUGE_2M - 1) & ~(uintptr_t)(HUGE_2M - 1));
+        madvise(user, span, MADV_HUGEPAGE); /* advice only: 4 KiB pages if refused */
+    }
+    memcpy(user - BIG_HEAD, &h, sizeof h);
+    return user;
+}
+
+static big_head big_head_of(void *p) {
+    big_head h;
+    memcpy(&h, (char *)p - BIG_HEAD, sizeof h);
+    if (h.magic != BIG_MAGIC) k3_die("k3_big_free/realloc: %p was not made by k3_big_calloc", p);
+    return h;
+}
+
+void k3_big_free(void *p) {
+    if (!p) return;
+    big_head h = big_head_of(p);
+    if (h.base)
+        munmap(h.base, h.len);
+    else
+        free((char *)p - BIG_HEAD);
+}
+
+void *k3_big_realloc(void *p, size_t bytes) {
+    if (!p) return k3_big_calloc(bytes);
+    big_head h = big_head_of(p);
+    void *q = k3_big_calloc(bytes);
+    if (!q) return NULL;
+    memcpy(q, p, h.bytes < bytes ? h.bytes : bytes);
+    k3_big_free(p);
     return q;
 }
 

@@ -39,11 +39,11 @@ static int cache_grow(k3_layer_cache *c, int64_t need, int r, int rope) {
     if (need <= c->cap) return 0;
     int64_t cap = c->cap ? c->cap : 64;
     while (cap < need) cap *= 2; /* geometric: O(log n) reallocations over a sequence */
-    float *lat = realloc(c->lat, sizeof(float) * (size_t)(cap * r));
+    float *lat = k3_big_realloc(c->lat, sizeof(float) * (size_t)(cap * r));
     if (!lat)
         return k3_seterr("out of memory growing the MLA cache to %lld tokens", (long long)cap);
     c->lat = lat;
-    float *kpe = realloc(c->kpe, sizeof(float) * (size_t)(cap * (rope ? rope : 1)));
+    float *kpe = k3_big_realloc(c->kpe, sizeof(float) * (size_t)(cap * (rope ? rope : 1)));
     if (!kpe)
         return k3_seterr("out of memory growing the MLA cache to %lld tokens", (long long)cap);
     c->kpe = kpe;

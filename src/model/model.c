@@ -157,32 +157,57 @@ static int64_t kda_P(const k3_config *c) {
     return (int64_t)c->kda_heads * c->kda_head_dim;
 }
 
-static void cache_alloc(const k3_config *c, const k3_layer *l, k3_layer_cache *lc) {
-    memset(lc, 0, sizeof *lc);
-    if (!l->is_kda) return;
-    int64_t P = kda_P(c), hd = c->kda_head_dim;
-    lc->conv = k3_xcalloc((size_t)((c->kda_conv_kernel - 1) * 3 * P + 1), sizeof(float));
-    lc->S = k3_xcalloc((size_t)(c->kda_heads * hd * hd), sizeof(float));
+/* Floats of a KDA layer's conv state and of its recurrent state S, each
+ * rounded up to 64 bytes within the sequence's state block. */
+static int64_t kda_conv_floats(const k3_config *c) {
+    return ((c->kda_conv_kernel - 1) * 3 * kda_P(c) + 1 + 15) & ~(int64_t)15;
+}
+static int64_t kda_S_floats(const k3_config *c) {
+    return ((int64_t)c->kda_heads * c->kda_head_dim * c->kda_head_dim + 15) & ~(int64_t)15;
+}
+
+/* Point every KDA layer's conv and S into the state block (zeroed), and
+ * empty every MLA cache. */
+static void place_state(k3_seq *s) {
+    const k3_config *c = s->m->c;
+    float *p = s->state;
+    for (int i = 0; i < c->num_hidden_layers; i++) {
+        k3_layer_cache *lc = &s->lc[i];
+        memset(lc, 0, sizeof *lc);
+        if (!s->m->L[i].is_kda) continue;
+        lc->conv = p, p += kda_conv_floats(c);
+        lc->S = p, p += kda_S_floats(c);
+    }
 }
 
 k3_seq *k3_seq_new(k3_model *m) {
+    const k3_config *c = m->c;
     k3_seq *s = k3_xcalloc(1, sizeof *s);
     s->m = m;
-    s->lc = k3_xcalloc((size_t)m->c->num_hidden_layers, sizeof *s->lc);
-    for (int i = 0; i < m->c->num_hidden_layers; i++) cache_alloc(m->c, &m->L[i], &s->lc[i]);
+    s->lc = k3_xcalloc((size_t)c->num_hidden_layers, sizeof *s->lc);
+    int64_t floats = 0;
+    for (int i = 0; i < c->num_hidden_layers; i++)
+        if (m->L[i].is_kda) floats += kda_conv_floats(c) + kda_S_floats(c);
+    s->state_bytes = sizeof(float) * (size_t)floats;
+    s->state = k3_big_calloc(s->state_bytes);
+    if (!s->state) k3_die("k3_seq_new: %s", k3_errmsg());
+    place_state(s);
     k3_par_hook_seq_new(s);
     return s;
+}
+
+static void free_mla_caches(k3_seq *s) {
+    for (int i = 0; i < s->m->c->num_hidden_layers; i++) {
+        k3_big_free(s->lc[i].lat);
+        k3_big_free(s->lc[i].kpe);
+    }
 }
 
 void k3_seq_free(k3_seq *s) {
     if (!s) return;
     k3_par_hook_seq_free(s);
-    for (int i = 0; i < s->m->c->num_hidden_layers; i++) {
-        free(s->lc[i].conv);
-        free(s->lc[i].S);
-        free(s->lc[i].lat);
-        free(s->lc[i].kpe);
-    }
+    free_mla_caches(s);
+    k3_big_free(s->state);
     free(s->lc);
     free(s);
 }
@@ -190,7 +215,8 @@ void k3_seq_free(k3_seq *s) {
 /* A buffer of cap floats holding a copy of the first n of p (NULL if p is). */
 static void *dup_floats(const float *p, int64_t cap, int64_t n) {
     if (!p) return NULL;
-    float *q = k3_xmalloc(sizeof(float) * (size_t)(cap ? cap : 1));
+    float *q = k3_big_calloc(sizeof(float) * (size_t)(cap ? cap : 1));
+    if (!q) k3_die("k3_seq_clone: %s", k3_errmsg());
     memcpy(q, p, sizeof(float) * (size_t)n);
     return q;
 }
@@ -204,13 +230,10 @@ k3_seq *k3_seq_clone_begin(const k3_seq *s) {
 void k3_seq_clone_copy(k3_seq *d, const k3_seq *s) {
     const k3_config *c = s->m->c;
     d->len = s->len;
-    int64_t P = kda_P(c), hd = c->kda_head_dim;
+    memcpy(d->state, s->state, s->state_bytes); /* every KDA conv and S */
     for (int i = 0; i < c->num_hidden_layers; i++) {
         const k3_layer_cache *a = &s->lc[i];
         k3_layer_cache *b = &d->lc[i];
-        if (a->conv)
-            memcpy(b->conv, a->conv, sizeof(float) * (size_t)((c->kda_conv_kernel - 1) * 3 * P));
-        if (a->S) memcpy(b->S, a->S, sizeof(float) * (size_t)(c->kda_heads * hd * hd));
         b->lat = dup_floats(a->lat, a->cap * c->kv_lora_rank, a->n * c->kv_lora_rank);
         b->kpe = dup_floats(a->kpe, a->cap * (c->qk_rope_head_dim ? c->qk_rope_head_dim : 1),
                             a->n * c->qk_rope_head_dim);
@@ -226,16 +249,10 @@ k3_seq *k3_seq_clone(const k3_seq *s) {
 }
 
 void k3_seq_reset(k3_seq *s) {
-    k3_model *m = s->m;
     k3_par_hook_seq_reset(s);
-    for (int i = 0; i < m->c->num_hidden_layers; i++) {
-        k3_layer_cache *lc = &s->lc[i];
-        free(lc->conv);
-        free(lc->S);
-        free(lc->lat);
-        free(lc->kpe);
-        cache_alloc(m->c, &m->L[i], lc);
-    }
+    free_mla_caches(s);
+    memset(s->state, 0, s->state_bytes);
+    place_state(s);
     s->len = 0;
 }
 

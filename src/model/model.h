@@ -138,6 +138,8 @@ struct k3_seq {
     int64_t par_id; /* driver/follower mode (follow.h): the id the followers know it by */
     int64_t len;
     k3_layer_cache *lc;
+    float *state;       /* every KDA layer's conv and S, one k3_big_calloc block */
+    size_t state_bytes; /* its size */
 };
 
 /* Apply the all-reduce hook (no-op for a single process). */
