@@ -150,34 +150,41 @@ TEST(rowpar_bitwise_equals_sliced_composition) {
     free(m);
 }
 
-/* One token on matrices wide enough that the threads claim many row groups
- * (the one-token schedule of rowpar.c walks groups, blocks within a group):
- * the same bits as the sliced composition, at 1 and 2 threads. */
-TEST(rowpar_one_token_many_groups) {
+/* Decode on matrices wide enough that the threads claim many row groups or
+ * items (rowpar.c: one token walks row groups with the blocks inside; a few
+ * tokens take (block, row chunk) items): the same bits as the sliced
+ * composition, at 1 and 2 threads, TP 1 and 2 (12 tokens: the few-token
+ * kernel for bf16, MXFP4 and f16, the panel tile for affine). */
+TEST(rowpar_decode_tokens_many_groups) {
     struct {
         k3_wfmt fmt;
         int bits, group;
-    } f[] = {{K3_W_BF16, 0, 0}, {K3_W_MXFP4, 4, 32}, {K3_W_AFFINE, 4, 64}};
+    } f[] = {{K3_W_BF16, 0, 0}, {K3_W_MXFP4, 4, 32}, {K3_W_AFFINE, 4, 64}, {K3_W_F16, 0, 0}};
+    const int64_t Ts[] = {1, 3, 8, 12};
     k3_model *m = calloc(1, sizeof *m);
     int saved = omp_get_max_threads();
-    for (size_t i = 0; i < sizeof f / sizeof *f; i++) {
-        const int64_t R = 517, K = 2048;
-        owned_mat w = make_mat(f[i].fmt, R, K, f[i].bits, f[i].group);
-        m->tp_size = 1;
-        int nb = k3_rowpar_local_blocks(m, &w.w);
-        float *X = malloc(sizeof(float) * (size_t)K), *ref = malloc(sizeof(float) * (size_t)R),
-              *y = malloc(sizeof(float) * (size_t)R);
-        for (int64_t j = 0; j < K; j++) X[j] = (float)rnd();
-        rowpar_composed(nb, &w.w, X, 1, ref);
-        for (int nt = 1; nt <= 2; nt++) {
-            omp_set_num_threads(nt);
-            k3_rowpar_matmul(m, &w.w, X, 1, y);
-            CHECK(!memcmp(y, ref, sizeof(float) * (size_t)R), "%s threads %d differs",
-                  k3_wfmt_name(f[i].fmt), nt);
-        }
-        free(X), free(ref), free(y);
-        free_mat(&w);
-    }
+    for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+        for (int tp = 1; tp <= 2; tp++)
+            for (size_t ti = 0; ti < sizeof Ts / sizeof *Ts; ti++) {
+                const int64_t R = 517, K = 2048 / tp, T = Ts[ti];
+                owned_mat w = make_mat(f[i].fmt, R, K, f[i].bits, f[i].group);
+                m->tp_size = tp;
+                int nb = k3_rowpar_local_blocks(m, &w.w);
+                float *X = malloc(sizeof(float) * (size_t)(T * K)),
+                      *ref = malloc(sizeof(float) * (size_t)(T * R)),
+                      *y = malloc(sizeof(float) * (size_t)(T * R));
+                for (int64_t j = 0; j < T * K; j++) X[j] = (float)rnd();
+                rowpar_composed(nb, &w.w, X, T, ref);
+                for (int nt = 1; nt <= 2; nt++) {
+                    omp_set_num_threads(nt);
+                    k3_rowpar_matmul(m, &w.w, X, T, y);
+                    CHECK(!memcmp(y, ref, sizeof(float) * (size_t)(T * R)),
+                          "%s tp %d T %lld threads %d differs", k3_wfmt_name(f[i].fmt), tp,
+                          (long long)T, nt);
+                }
+                free(X), free(ref), free(y);
+                free_mat(&w);
+            }
     omp_set_num_threads(saved);
     free(m);
 }
@@ -344,7 +351,7 @@ TEST(mlp_one_token_bitwise) {
 
 int main(void) {
     RUN(rowpar_bitwise_equals_sliced_composition);
-    RUN(rowpar_one_token_many_groups);
+    RUN(rowpar_decode_tokens_many_groups);
     RUN(routed_experts_many_per_token);
     RUN(tree_reduce_into_same_bits);
     RUN(routed_experts_bitwise_equal_reference);

@@ -43,11 +43,13 @@ void k3_matvec_colblocks_serial(const k3_wmat *W, int nb, const float *const *xb
 void k3_matmul_few_colblocks_serial(const k3_wmat *W, int nb, const float *const *Xb, int64_t T,
                                     float *const *Yb);
 
-/* Few-token product (experts in prefill: a handful of tokens each), on the
- * calling thread: each weight row is decoded once and dotted with all T
- * token vectors, with no k-major panel. Token t's result is bitwise
- * k3_matvec_serial(W, X + t*cols) whatever T, so it does not depend on how
- * many tokens share the call. Any T works; it pays off for T <= ~8. */
+/* Few-token product (experts in prefill: a handful of tokens each; a
+ * decode batch), on the calling thread: each weight row is decoded once and
+ * dotted with all T token vectors, with no k-major panel. Token t's result
+ * does not depend on T, the row range or the thread, so not on how many
+ * tokens share the call (tests/test_kernels_matmul.c few_rows_same_bits);
+ * on AVX-512 it differs from k3_matvec's in rounding only. Any T works; it
+ * pays off for T <= ~8 (16 for MXFP4 and the float formats). */
 void k3_matmul_few(const k3_wmat *W, const float *X, int64_t T, float *Y);
 
 void k3_matvec_ref(const k3_wmat *W, const float *x, float *y);
