@@ -215,6 +215,57 @@ static int want_huge_pages(void) {
     return v && !strcmp(v, "1");
 }
 
+static int want_anon_copy(void) {
+    const char *v = getenv("K3_WEIGHTS");
+    return v && !strcmp(v, "anon");
+}
+
+#define HUGE_2M ((size_t)2 << 20)
+
+/* len bytes of fd read into a fresh anonymous mapping starting on a 2 MiB
+ * boundary (exactly its pages mapped: munmap(map, len) frees it), made
+ * read-only. NULL + k3_seterr naming path on failure. */
+static void *anon_copy(int fd, size_t len, const char *path) {
+    uint64_t avail = k3_proc_field("/proc/meminfo", "MemAvailable:") * 1024;
+    if (avail && len > avail)
+        return k3_seterr("%s: K3_WEIGHTS=anon: %.2f GB does not fit in the %.2f GB of available "
+                         "memory; unset K3_WEIGHTS to map it",
+                         path, len / 1e9, avail / 1e9),
+               NULL;
+    const size_t pg = (size_t)sysconf(_SC_PAGESIZE), span = (len + pg - 1) / pg * pg;
+    char *raw =
+        mmap(NULL, span + HUGE_2M, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED)
+        return k3_seterr("%s: K3_WEIGHTS=anon: cannot map %zu bytes: %s", path, len,
+                         strerror(errno)),
+               NULL;
+    char *a = (char *)(((uintptr_t)raw + HUGE_2M - 1) & ~(uintptr_t)(HUGE_2M - 1));
+    if (a > raw) munmap(raw, (size_t)(a - raw));
+    if (raw + span + HUGE_2M > a + span)
+        munmap(a + span, (size_t)(raw + span + HUGE_2M - (a + span)));
+    madvise(a, span, MADV_HUGEPAGE); /* advice: 4 KiB pages if refused */
+    for (size_t at = 0; at < len;) {
+        size_t want = len - at < ((size_t)1 << 30) ? len - at : (size_t)1 << 30;
+        ssize_t got = pread(fd, a + at, want, (off_t)at);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) {
+            munmap(a, span);
+            return k3_seterr("%s: K3_WEIGHTS=anon: read failed at byte %zu of %zu: %s", path, at,
+                             len, got < 0 ? strerror(errno) : "the file shrank"),
+                   NULL;
+        }
+        at += (size_t)got;
+    }
+    mprotect(a, span, PROT_READ);
+    return a;
+}
+
+void k3_st_drop_pages(const k3_st *st) {
+    for (int i = 0; st && i < st->nfiles; i++)
+        if (st->files[i].map && !st->files[i].anon)
+            madvise(st->files[i].map, st->files[i].size, MADV_DONTNEED);
+}
+
 int k3_st_add_file(k3_st *st, const char *path) {
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO must not block */
     if (fd < 0) return k3_seterr("%s: cannot open: %s", path, strerror(errno));
@@ -225,7 +276,14 @@ int k3_st_add_file(k3_st *st, const char *path) {
     }
     size_t len = (size_t)sb.st_size;
     void *map = NULL;
-    if (len) {
+    const int anon = len && want_anon_copy();
+    if (anon) {
+        map = anon_copy(fd, len, path);
+        if (!map) {
+            close(fd);
+            return -1;
+        }
+    } else if (len) {
         map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
         if (map == MAP_FAILED) {
             close(fd);
@@ -241,6 +299,7 @@ int k3_st_add_file(k3_st *st, const char *path) {
         return -1;
     }
     st->files[st->nfiles - 1].map = map;
+    st->files[st->nfiles - 1].anon = anon;
     k3_mapguard_add(map, len, path);
     return 0;
 }

@@ -45,6 +45,7 @@ typedef struct k3_st_file {
     char *path;
     void *map; /* NULL for caller-owned buffers (k3_st_add_buffer) */
     size_t size;
+    int anon; /* map is an anonymous copy (K3_WEIGHTS=anon), not the file */
 } k3_st_file;
 
 typedef struct k3_st {
@@ -65,7 +66,19 @@ void k3_st_init(k3_st *st);
 /* Validate the header of a whole file image buf[0..len) and append its tensors.
  * label names the file in error messages. buf must outlive st. */
 int k3_st_add_buffer(k3_st *st, const uint8_t *buf, size_t len, const char *label);
-/* mmap a file and add it. */
+/* Drop the mapped files' pages from this process (MADV_DONTNEED: the page
+ * cache keeps them, a later access maps them again); anonymous copies are
+ * left alone (dropping would zero them). */
+void k3_st_drop_pages(const k3_st *st);
+
+/* mmap a file and add it. With K3_WEIGHTS=anon in the environment (opt-in)
+ * the file is instead read into anonymous memory on 2 MiB boundaries with
+ * transparent huge pages requested, refused with an error naming the file if
+ * it does not fit in MemAvailable: under a hypervisor that shadows the page
+ * tables, a multi-GB file mapping streams at 14-30 GB/s per core and swings
+ * from pass to pass, anonymous huge pages at ~31 GB/s (bench/RESULTS.md).
+ * The release is larger than most machines' RAM: the default stays the
+ * mapping. */
 int k3_st_add_file(k3_st *st, const char *path);
 /* Sort by name and reject a name that appears twice (e.g. in two shards). */
 int k3_st_finish(k3_st *st);

@@ -452,12 +452,10 @@ static void forward_head(const k3_model *m, fwd_bufs *b, float *const *R, int nR
 }
 
 /* k3_model.drop_pages: the mapped weight files' pages leave this process
- * (MADV_DONTNEED on read-only file mappings: the page cache keeps them, a
- * later access maps them again). */
+ * (k3_st_drop_pages: the page cache keeps them, a later access maps them
+ * again; anonymous copies stay). */
 static void drop_weight_pages(const k3_model *m) {
-    const k3_st *st = m->ck.st;
-    for (int i = 0; st && i < st->nfiles; i++)
-        if (st->files[i].map) madvise(st->files[i].map, st->files[i].size, MADV_DONTNEED);
+    k3_st_drop_pages(m->ck.st);
 }
 
 /* One pass over the sequences of fs (n rows in all). The head: as in

@@ -57,8 +57,7 @@ static void span_f32(const k3_tensor *t, int64_t i0, int64_t n, float *o) {
  * would otherwise stay resident until the end. The mapping is read-only, so a
  * dropped page still needed is simply read again. */
 void k3_qc_drop_inputs(const k3_st *st) {
-    for (int i = 0; i < st->nfiles; i++)
-        if (st->files[i].map) madvise(st->files[i].map, st->files[i].size, MADV_DONTNEED);
+    k3_st_drop_pages(st);
 }
 static void will_need(const k3_tensor *t) {
     long pg = sysconf(_SC_PAGESIZE);
