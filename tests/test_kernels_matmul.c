@@ -375,20 +375,26 @@ TEST(sliced_views_vs_ref) {
     free_mat(&x);
 }
 
+/* The column-block tests' formats and widths (K split into 1..8 blocks
+ * where each block holds whole groups). */
+typedef struct {
+    k3_wfmt fmt;
+    int bits, group;
+    int64_t K;
+} colblock_case;
+static const colblock_case colblock_cases[] = {
+    {K3_W_F32, 0, 0, 8 * 37},      {K3_W_F16, 0, 0, 8 * 45},    {K3_W_BF16, 0, 0, 8 * 203},
+    {K3_W_BF16, 0, 0, 3 * 1024},   {K3_W_BF16, 0, 0, 8 * 32},   {K3_W_MXFP4, 4, 32, 8 * 96},
+    {K3_W_AFFINE, 4, 64, 8 * 128}, {K3_W_AFFINE, 3, 32, 4 * 96}};
+#define N_COLBLOCK_CASES (sizeof colblock_cases / sizeof *colblock_cases)
+
 /* k3_matvec_colblocks_serial == k3_matvec_serial on each block's column
  * view, bitwise: every format, odd rows, block widths that are not a
  * multiple of the vector width (float formats), 1..8 blocks, and a row view
  * starting mid-matrix. */
 TEST(colblocks_bitwise_per_block) {
-    struct {
-        k3_wfmt fmt;
-        int bits, group;
-        int64_t K;
-    } f[] = {{K3_W_F32, 0, 0, 8 * 37},    {K3_W_F16, 0, 0, 8 * 45},
-             {K3_W_BF16, 0, 0, 8 * 203},  {K3_W_BF16, 0, 0, 3 * 1024},
-             {K3_W_MXFP4, 4, 32, 8 * 96}, {K3_W_AFFINE, 4, 64, 8 * 128},
-             {K3_W_AFFINE, 3, 32, 4 * 96}};
-    for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+    const colblock_case *f = colblock_cases;
+    for (size_t i = 0; i < N_COLBLOCK_CASES; i++)
         for (int nb = 1; nb <= 8; nb++) {
             const int64_t K = f[i].K, R = 29;
             int64_t g = f[i].group ? f[i].group : 1;
@@ -422,15 +428,8 @@ TEST(colblocks_bitwise_per_block) {
  * bitwise: every format, 1..8 blocks, 2..9 tokens (4-token tiles and their
  * remainders), 29 - 3 rows (a row view, rows not a multiple of 16). */
 TEST(few_colblocks_bitwise_per_block) {
-    struct {
-        k3_wfmt fmt;
-        int bits, group;
-        int64_t K;
-    } f[] = {{K3_W_F32, 0, 0, 8 * 37},    {K3_W_F16, 0, 0, 8 * 45},
-             {K3_W_BF16, 0, 0, 8 * 203},  {K3_W_BF16, 0, 0, 8 * 32},
-             {K3_W_MXFP4, 4, 32, 8 * 96}, {K3_W_AFFINE, 4, 64, 8 * 128},
-             {K3_W_AFFINE, 3, 32, 4 * 96}};
-    for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+    const colblock_case *f = colblock_cases;
+    for (size_t i = 0; i < N_COLBLOCK_CASES; i++)
         for (int nb = 1; nb <= 8; nb++)
             for (int64_t T = 2; T <= 9; T += nb % 2 ? 3 : 2) {
                 const int64_t K = f[i].K, R = 29;

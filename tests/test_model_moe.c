@@ -112,40 +112,48 @@ static void rowpar_composed(int nb, const k3_wmat *W, const float *X, int64_t T,
     free(leaves);
 }
 
+typedef struct {
+    k3_wfmt fmt;
+    int bits, group;
+} fmt_case;
+
+/* k3_rowpar_matmul of an R x K matrix of format f at T tokens, TP tp (a
+ * rank's slice: K columns, 8/tp blocks), against the sliced composition,
+ * bitwise, at 1 and 2 threads. */
+static void check_rowpar(k3_model *m, fmt_case f, int64_t R, int64_t K, int64_t T, int tp) {
+    owned_mat w = make_mat(f.fmt, R, K, f.bits, f.group);
+    m->tp_size = tp;
+    int nb = k3_rowpar_local_blocks(m, &w.w);
+    CHECK(nb == 8 / tp, "%d blocks", nb);
+    float *X = malloc(sizeof(float) * (size_t)(T * K)),
+          *ref = malloc(sizeof(float) * (size_t)(T * R)),
+          *y = malloc(sizeof(float) * (size_t)(T * R));
+    for (int64_t j = 0; j < T * K; j++) X[j] = (float)rnd();
+    rowpar_composed(nb, &w.w, X, T, ref);
+    for (int nt = 1; nt <= 2; nt++) {
+        omp_set_num_threads(nt);
+        k3_rowpar_matmul(m, &w.w, X, T, y);
+        CHECK(!memcmp(y, ref, sizeof(float) * (size_t)(T * R)),
+              "%s %lldx%lld tp %d T %lld threads %d differs", k3_wfmt_name(f.fmt), (long long)R,
+              (long long)K, tp, (long long)T, nt);
+    }
+    free(X), free(ref), free(y);
+    free_mat(&w);
+}
+
 /* Every format, odd rows, T from decode to past the 256-token pass, TP 1 and
  * 2 (a rank's slice has half the columns and half the blocks). */
 TEST(rowpar_bitwise_equals_sliced_composition) {
-    struct {
-        k3_wfmt fmt;
-        int bits, group;
-    } f[] = {{K3_W_BF16, 0, 0},    {K3_W_F32, 0, 0},     {K3_W_F16, 0, 0},    {K3_W_MXFP4, 4, 32},
-             {K3_W_AFFINE, 4, 64}, {K3_W_AFFINE, 3, 32}, {K3_W_AFFINE, 8, 32}};
+    const fmt_case f[] = {{K3_W_BF16, 0, 0},   {K3_W_F32, 0, 0},     {K3_W_F16, 0, 0},
+                          {K3_W_MXFP4, 4, 32}, {K3_W_AFFINE, 4, 64}, {K3_W_AFFINE, 3, 32},
+                          {K3_W_AFFINE, 8, 32}};
     const int64_t Ts[] = {1, 2, 5, 9, 300};
     k3_model *m = calloc(1, sizeof *m);
     int saved = omp_get_max_threads();
     for (size_t i = 0; i < sizeof f / sizeof *f; i++)
         for (int tp = 1; tp <= 2; tp++)
-            for (size_t t = 0; t < sizeof Ts / sizeof *Ts; t++) {
-                int64_t T = Ts[t], R = 37 + 16 * (int64_t)i, K = 512 / tp;
-                owned_mat w = make_mat(f[i].fmt, R, K, f[i].bits, f[i].group);
-                m->tp_size = tp;
-                int nb = k3_rowpar_local_blocks(m, &w.w);
-                CHECK(nb == 8 / tp, "%d blocks", nb);
-                float *X = malloc(sizeof(float) * (size_t)(T * K));
-                for (int64_t j = 0; j < T * K; j++) X[j] = (float)rnd();
-                float *ref = malloc(sizeof(float) * (size_t)(T * R)),
-                      *y = malloc(sizeof(float) * (size_t)(T * R));
-                rowpar_composed(nb, &w.w, X, T, ref);
-                for (int nt = 1; nt <= 2; nt++) {
-                    omp_set_num_threads(nt);
-                    k3_rowpar_matmul(m, &w.w, X, T, y);
-                    CHECK(!memcmp(y, ref, sizeof(float) * (size_t)(T * R)),
-                          "%s tp %d T %lld threads %d differs", k3_wfmt_name(f[i].fmt), tp,
-                          (long long)T, nt);
-                }
-                free(X), free(ref), free(y);
-                free_mat(&w);
-            }
+            for (size_t t = 0; t < sizeof Ts / sizeof *Ts; t++)
+                check_rowpar(m, f[i], 37 + 16 * (int64_t)i, 512 / tp, Ts[t], tp);
     omp_set_num_threads(saved);
     free(m);
 }
@@ -156,35 +164,15 @@ TEST(rowpar_bitwise_equals_sliced_composition) {
  * composition, at 1 and 2 threads, TP 1 and 2 (12 tokens: the few-token
  * kernel for bf16, MXFP4 and f16, the panel tile for affine). */
 TEST(rowpar_decode_tokens_many_groups) {
-    struct {
-        k3_wfmt fmt;
-        int bits, group;
-    } f[] = {{K3_W_BF16, 0, 0}, {K3_W_MXFP4, 4, 32}, {K3_W_AFFINE, 4, 64}, {K3_W_F16, 0, 0}};
+    const fmt_case f[] = {
+        {K3_W_BF16, 0, 0}, {K3_W_MXFP4, 4, 32}, {K3_W_AFFINE, 4, 64}, {K3_W_F16, 0, 0}};
     const int64_t Ts[] = {1, 3, 8, 12};
     k3_model *m = calloc(1, sizeof *m);
     int saved = omp_get_max_threads();
     for (size_t i = 0; i < sizeof f / sizeof *f; i++)
         for (int tp = 1; tp <= 2; tp++)
-            for (size_t ti = 0; ti < sizeof Ts / sizeof *Ts; ti++) {
-                const int64_t R = 517, K = 2048 / tp, T = Ts[ti];
-                owned_mat w = make_mat(f[i].fmt, R, K, f[i].bits, f[i].group);
-                m->tp_size = tp;
-                int nb = k3_rowpar_local_blocks(m, &w.w);
-                float *X = malloc(sizeof(float) * (size_t)(T * K)),
-                      *ref = malloc(sizeof(float) * (size_t)(T * R)),
-                      *y = malloc(sizeof(float) * (size_t)(T * R));
-                for (int64_t j = 0; j < T * K; j++) X[j] = (float)rnd();
-                rowpar_composed(nb, &w.w, X, T, ref);
-                for (int nt = 1; nt <= 2; nt++) {
-                    omp_set_num_threads(nt);
-                    k3_rowpar_matmul(m, &w.w, X, T, y);
-                    CHECK(!memcmp(y, ref, sizeof(float) * (size_t)(T * R)),
-                          "%s tp %d T %lld threads %d differs", k3_wfmt_name(f[i].fmt), tp,
-                          (long long)T, nt);
-                }
-                free(X), free(ref), free(y);
-                free_mat(&w);
-            }
+            for (size_t t = 0; t < sizeof Ts / sizeof *Ts; t++)
+                check_rowpar(m, f[i], 517, 2048 / tp, Ts[t], tp);
     omp_set_num_threads(saved);
     free(m);
 }
