@@ -338,7 +338,7 @@ static void run_routed_one_token(const moe_job *j, int nb, float *const *leaf, f
  * every block with the work regrouped, as run_routed_one_token does for one
  * token. Selection s (expert order, gather_tokens) of an expert with n tokens
  * starting at s0 keeps, per block b, its SiTU output [n, ml] at
- * gu + 2*s0*I + (2*b+1)*n*ml and its down partial [n, X] at
+ * us + s0*I + b*n*ml and its down partial [n, X] at
  * d + (s0*nb + b*n)*X. In one region:
  *   1. expert items: gate and up over whole rows (one product each instead
  *      of nb row slices: on small experts the per-call cost, the activations'
@@ -361,8 +361,8 @@ static void run_routed_rows(const moe_job *j, int nb, float *const *leaf, float 
     int k = 0;
     for (int e = 0; e < E; e++)
         if (j->start[e + 1] > j->start[e]) sel[k++] = e;
-    float *gu = FLOATS(K3_TB_EXPERT_GUD, 2 * S * I + S * nb * X);
-    float *d = gu + 2 * S * I;
+    float *us = FLOATS(K3_TB_EXPERT_GUD, S * I + S * nb * X);
+    float *d = us + S * I;
     const int64_t nrc = (X + DOWN_CHUNK - 1) / DOWN_CHUNK, nsc = (X + SUM_CHUNK - 1) / SUM_CHUNK;
     const float beta = (float)j->m->c->situ_beta, lbeta = (float)j->m->c->situ_linear_beta;
 #pragma omp parallel
@@ -377,7 +377,7 @@ static void run_routed_rows(const moe_job *j, int nb, float *const *leaf, float 
             k3_situ_vec(u, g, n * I, beta, lbeta);
             for (int b = 0; b < nb; b++) /* each block's [n, ml] slice, where down reads it */
                 for (int64_t t = 0; t < n; t++)
-                    memcpy(gu + 2 * s0 * I + (2 * b + 1) * n * ml + t * ml, u + t * I + b * ml,
+                    memcpy(us + s0 * I + b * n * ml + t * ml, u + t * I + b * ml,
                            sizeof(float) * (size_t)ml);
         }
 #pragma omp for schedule(dynamic, 1)
@@ -388,7 +388,7 @@ static void run_routed_rows(const moe_job *j, int nb, float *const *leaf, float 
                           nr = X - r0 < DOWN_CHUNK ? X - r0 : DOWN_CHUNK;
             const float *ub[K3_ROWPAR_BLOCKS];
             float *yb[K3_ROWPAR_BLOCKS];
-            for (int b = 0; b < nb; b++) ub[b] = gu + 2 * s0 * I + (2 * b + 1) * n * ml;
+            for (int b = 0; b < nb; b++) ub[b] = us + s0 * I + b * n * ml;
             k3_wmat Wv = k3_wmat_rows(&w->ed[e], r0, nr);
             if (n == 1) { /* expert_product's k3_matvec, per block */
                 for (int b = 0; b < nb; b++) yb[b] = d + (s0 * nb + b) * X + r0;
