@@ -61,6 +61,29 @@ typedef struct {
 #define BIG_MAGIC 0x6b3362696762756full
 #define HUGE_2M ((size_t)2 << 20)
 
+void *k3_map_huge(size_t bytes, size_t head, void **base, size_t *len) {
+    const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    const size_t hd = (head + pg - 1) / pg * pg;
+    if (bytes > SIZE_MAX - 2 * HUGE_2M - hd) {
+        k3_seterr("out of memory mapping %zu bytes", bytes);
+        return NULL;
+    }
+    const size_t span = (bytes + HUGE_2M - 1) / HUGE_2M * HUGE_2M;
+    const size_t raw_len = hd + span + HUGE_2M;
+    char *raw = mmap(NULL, raw_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) {
+        k3_seterr("out of memory mapping %zu bytes: %s", bytes, strerror(errno));
+        return NULL;
+    }
+    char *a = (char *)(((uintptr_t)raw + hd + HUGE_2M - 1) & ~(uintptr_t)(HUGE_2M - 1));
+    if (a - hd > raw) munmap(raw, (size_t)(a - hd - raw)); /* trim both ends */
+    if (raw + raw_len > a + span) munmap(a + span, (size_t)(raw + raw_len - (a + span)));
+    if (span) madvise(a, span, MADV_HUGEPAGE); /* advice only: 4 KiB pages if refused */
+    *base = a - hd;
+    *len = hd + span;
+    return a;
+}
+
 void *k3_big_calloc(size_t bytes) {
     if (bytes > SIZE_MAX - 2 * HUGE_2M - BIG_HEAD) {
         k3_seterr("out of memory allocating %zu bytes", bytes);
@@ -75,19 +98,9 @@ void *k3_big_calloc(size_t bytes) {
             return NULL;
         }
         user = p + BIG_HEAD;
-    } else {
-        /* the user block starts on a 2 MiB boundary (the head sits in the
-         * page before it), so every whole 2 MiB of it can be a huge page */
-        size_t span = (bytes + HUGE_2M - 1) / HUGE_2M * HUGE_2M;
-        h.len = span + HUGE_2M;
-        char *p = mmap(NULL, h.len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) {
-            k3_seterr("out of memory mapping %zu bytes: %s", bytes, strerror(errno));
-            return NULL;
-        }
-        h.base = p;
-        user = (char *)(((uintptr_t)p + BIG_HEAD + HUGE_2M - 1) & ~(uintptr_t)(HUGE_2M - 1));
-        madvise(user, span, MADV_HUGEPAGE); /* advice only: 4 KiB pages if refused */
+    } else { /* the head sits in the page before the 2 MiB boundary */
+        user = k3_map_huge(bytes, BIG_HEAD, &h.base, &h.len);
+        if (!user) return NULL;
     }
     memcpy(user - BIG_HEAD, &h, sizeof h);
     return user;

@@ -29,6 +29,13 @@ char *k3_xstrdup(const char *s);
  * the first min(old, new) bytes (the rest undefined) and on failure leaves
  * p intact. Free with k3_big_free only. */
 #define K3_BIG_MIN ((size_t)2 << 20)
+/* An anonymous read-write mapping of bytes rounded up to 2 MiB (so its last
+ * huge page is whole too) that starts on a 2 MiB boundary, with
+ * MADV_HUGEPAGE on it, and head bytes (rounded up to pages, left in small
+ * pages) mapped just before it. The whole mapping is *base, *len:
+ * munmap(*base, *len) frees it (with head 0, *base is the pointer
+ * returned). NULL + k3_seterr on failure. */
+void *k3_map_huge(size_t bytes, size_t head, void **base, size_t *len);
 void *k3_big_calloc(size_t bytes);
 void *k3_big_realloc(void *p, size_t bytes);
 void k3_big_free(void *p);

@@ -220,11 +220,9 @@ static int want_anon_copy(void) {
     return v && !strcmp(v, "anon");
 }
 
-#define HUGE_2M ((size_t)2 << 20)
-
-/* len bytes of fd read into a fresh anonymous mapping starting on a 2 MiB
- * boundary (exactly its pages mapped: munmap(map, len) frees it), made
- * read-only. NULL + k3_seterr naming path on failure. */
+/* len bytes of fd read into a fresh anonymous mapping that starts on a 2 MiB
+ * boundary (k3_map_huge), cut to len's pages so that munmap(map, len) frees
+ * it, made read-only. NULL + k3_seterr naming path on failure. */
 static void *anon_copy(int fd, size_t len, const char *path) {
     uint64_t avail = k3_proc_field("/proc/meminfo", "MemAvailable:") * 1024;
     if (avail && len > avail)
@@ -232,24 +230,18 @@ static void *anon_copy(int fd, size_t len, const char *path) {
                          "memory; unset K3_WEIGHTS to map it",
                          path, len / 1e9, avail / 1e9),
                NULL;
-    const size_t pg = (size_t)sysconf(_SC_PAGESIZE), span = (len + pg - 1) / pg * pg;
-    char *raw =
-        mmap(NULL, span + HUGE_2M, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED)
-        return k3_seterr("%s: K3_WEIGHTS=anon: cannot map %zu bytes: %s", path, len,
-                         strerror(errno)),
-               NULL;
-    char *a = (char *)(((uintptr_t)raw + HUGE_2M - 1) & ~(uintptr_t)(HUGE_2M - 1));
-    if (a > raw) munmap(raw, (size_t)(a - raw));
-    if (raw + span + HUGE_2M > a + span)
-        munmap(a + span, (size_t)(raw + span + HUGE_2M - (a + span)));
-    madvise(a, span, MADV_HUGEPAGE); /* advice: 4 KiB pages if refused */
+    void *base;
+    size_t span;
+    char *a = k3_map_huge(len, 0, &base, &span);
+    if (!a) return k3_preferr("%s: K3_WEIGHTS=anon", path), NULL;
+    const size_t pg = (size_t)sysconf(_SC_PAGESIZE), keep = (len + pg - 1) / pg * pg;
+    if (span > keep) munmap(a + keep, span - keep), span = keep;
     for (size_t at = 0; at < len;) {
         size_t want = len - at < ((size_t)1 << 30) ? len - at : (size_t)1 << 30;
         ssize_t got = pread(fd, a + at, want, (off_t)at);
         if (got < 0 && errno == EINTR) continue;
         if (got <= 0) {
-            munmap(a, span);
+            munmap(base, span);
             return k3_seterr("%s: K3_WEIGHTS=anon: read failed at byte %zu of %zu: %s", path, at,
                              len, got < 0 ? strerror(errno) : "the file shrank"),
                    NULL;
