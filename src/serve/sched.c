@@ -524,6 +524,7 @@ static void *worker_main(void *arg) {
     if (s->eng->threads > 0) omp_set_num_threads(s->eng->threads);
     pthread_mutex_lock(&s->mu);
     s->st.threads = omp_get_max_threads();
+    pthread_cond_broadcast(&s->cv); /* serve_sched_new waits for it */
     pthread_mutex_unlock(&s->mu);
     while (admit(s, &stopping)) {
         pthread_mutex_lock(&s->mu);
@@ -582,6 +583,10 @@ serve_sched *serve_sched_new(serve_engine *e, const serve_sched_opts *o) {
         free(s);
         return NULL;
     }
+    /* the worker has its thread count before anything reports it (/health) */
+    pthread_mutex_lock(&s->mu);
+    while (!s->st.threads) pthread_cond_wait(&s->cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
     return s;
 }
 

@@ -20,15 +20,10 @@ node tests/serve/batch.mjs "$SERVE_URL" cache || rc=1
 serve_stop || { echo "FAIL serve_batch_clean_exit_cache"; rc=1; }
 # --threads N is the model's thread count on the scheduler's worker thread
 # too (OpenMP's setting is per thread: it once applied only to the thread that
-# loaded the model, and the worker ran with every core); /health reports it.
+# loaded the model, and the worker ran with every core); /health reports it
+# (set before the server listens: serve_sched_new waits for the worker).
 health_threads() {
-    local t i
-    for i in $(seq 1 50); do # the worker sets it when it starts
-        t=$(curl -s "$SERVE_URL/health" | python3 -c 'import json,sys; print(json.load(sys.stdin)["batch"]["threads"])')
-        [ "$t" != 0 ] && break
-        sleep 0.1
-    done
-    echo "$t"
+    curl -s "$SERVE_URL/health" | python3 -c 'import json,sys; print(json.load(sys.stdin)["batch"]["threads"])'
 }
 for n in 1 3; do
     serve_start --test-mode --threads $n || { echo "FAIL serve_batch_start_threads_$n"; exit 1; }
