@@ -8,6 +8,7 @@
  *     cc -O2 -fopenmp -Iinclude -Isrc bench/kmicro.c build/libk3.a -lm -o build/kmicro
  *     build/kmicro 512 4096 1 4      # R K T bits
  *     K3_KMICRO_FEW=1 build/kmicro 256 512 6 0   # k3_matmul_few instead
+ *     K3_KMICRO_NB=8 build/kmicro 512 256 1 104  # k3_matvec_colblocks_serial, 8 blocks
  */
 #include "kernels/matmul.h"
 #include "quant/quantize.h"
@@ -49,10 +50,22 @@ int main(int argc, char **argv) {
         k3_quantize_affine(W, R, K, bits, 64, K3_W_BF16, c, s, b);
         w = k3_wmat_affine(R, K, bits, 64, K3_W_BF16, c, s, b);
     }
+    /* K3_KMICRO_NB=n (T = 1): k3_matvec_colblocks_serial over n column blocks */
+    const int nb = getenv("K3_KMICRO_NB") ? atoi(getenv("K3_KMICRO_NB")) : 1;
+    const float *xb[64];
+    float *yb[64];
+    float *Yb = malloc(4 * R * (nb > 0 ? nb : 1));
+    for (int i = 0; i < nb && i < 64; i++) {
+        xb[i] = X + i * (K / nb);
+        yb[i] = Yb + i * R;
+    }
     double best = 1e9;
-    for (int r = 0; r < 7; r++) {
+    const int reps = getenv("K3_KMICRO_REPS") ? atoi(getenv("K3_KMICRO_REPS")) : 7;
+    for (int r = 0; r < reps; r++) {
         double t0 = cpu();
-        if (T == 1)
+        if (T == 1 && nb > 1)
+            k3_matvec_colblocks_serial(&w, nb, xb, yb);
+        else if (T == 1)
             k3_matvec(&w, X, Y);
         else if (getenv("K3_KMICRO_FEW")) /* the few-token row-dot kernel */
             k3_matmul_few(&w, X, T, Y);
@@ -61,7 +74,7 @@ int main(int argc, char **argv) {
         double t = cpu() - t0;
         if (t < best) best = t;
     }
-    printf("R=%lld K=%lld T=%lld bits=%d: %.3f ms cpu, %.2f GFLOP/s, %.2f GB/s weights\n",
-           (long long)R, (long long)K, (long long)T, bits, best * 1e3, 2.0 * R * K * T / best / 1e9,
-           (double)k3_wmat_bytes(&w) / best / 1e9);
+    printf("R=%lld K=%lld T=%lld bits=%d nb=%d: %.1f us cpu, %.2f GFLOP/s, %.2f GB/s weights\n",
+           (long long)R, (long long)K, (long long)T, bits, nb, best * 1e6,
+           2.0 * R * K * T / best / 1e9, (double)k3_wmat_bytes(&w) / best / 1e9);
 }

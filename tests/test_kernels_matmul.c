@@ -383,9 +383,20 @@ typedef struct {
     int64_t K;
 } colblock_case;
 static const colblock_case colblock_cases[] = {
-    {K3_W_F32, 0, 0, 8 * 37},      {K3_W_F16, 0, 0, 8 * 45},    {K3_W_BF16, 0, 0, 8 * 203},
-    {K3_W_BF16, 0, 0, 3 * 1024},   {K3_W_BF16, 0, 0, 8 * 32},   {K3_W_MXFP4, 4, 32, 8 * 96},
-    {K3_W_AFFINE, 4, 64, 8 * 128}, {K3_W_AFFINE, 3, 32, 4 * 96}};
+    {K3_W_F32, 0, 0, 8 * 37},
+    {K3_W_F16, 0, 0, 8 * 45},
+    {K3_W_BF16, 0, 0, 8 * 203},
+    {K3_W_BF16, 0, 0, 3 * 1024},
+    {K3_W_BF16, 0, 0, 8 * 32},
+    {K3_W_MXFP4, 4, 32, 8 * 96},
+    {K3_W_AFFINE, 4, 64, 8 * 128},
+    {K3_W_AFFINE, 3, 32, 4 * 96},
+    /* MXFP4: one group a block at 8 blocks (the bench preset's expert down);
+     * 70 groups (past one 64-group scale chunk), 35, 14 and 10 a block; 260
+     * groups a row, past the AVX-512 column-block kernel's limit */
+    {K3_W_MXFP4, 4, 32, 8 * 32},
+    {K3_W_MXFP4, 4, 32, 70 * 32},
+    {K3_W_MXFP4, 4, 32, 260 * 32}};
 #define N_COLBLOCK_CASES (sizeof colblock_cases / sizeof *colblock_cases)
 
 /* k3_matvec_colblocks_serial == k3_matvec_serial on each block's column

@@ -20,6 +20,11 @@ int k3_avx512_supports(const k3_wmat *W);
 void k3_matvec_avx512(const k3_wmat *W, const float *x, float *y);
 /* The MXFP4 case of k3_matvec_avx512 (matvec_mxfp4_avx512.c). */
 void k3_matvec_mxfp4_avx512(const k3_wmat *W, const float *x, float *y);
+/* k3_matvec_colblocks_serial (matmul.h) for MXFP4, bitwise k3_matvec_mxfp4_avx512
+ * on each block's column view; 0 (nothing done) for a shape it does not take
+ * (blocks not whole groups, over 16 blocks, rows over 1024 groups). */
+int k3_matvec_mxfp4_colblocks_avx512(const k3_wmat *W, int nb, const float *const *xb,
+                                     float *const *y);
 /* The affine 2/3/4/5/6-bit case (matvec_affine_avx512.c) and its shape/CPU test. */
 int k3_avx512_affine_supports(const k3_wmat *W);
 void k3_matvec_affine_avx512(const k3_wmat *W, const float *x, float *y);
