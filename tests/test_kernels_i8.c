@@ -10,6 +10,7 @@
  * - the reference is within the int8 rounding bound of the exact f32 product:
  *   |y - W x| <= sum_b (d_b / 2) sum_{c in b} |w_c| (+ f32 rounding);
  * - 2 threads give bitwise the 1-thread result;
+ * - the column-block product is bitwise k3_matvec_i8 on each block's view;
  * - the switch: off by default, k3_matvec unchanged when off and routed to
  *   the kernel when on, unsupported formats and K3_KERNELS=avx2 fall back.
  * Kernel checks are skipped (with a note) on CPUs without AVX-512 VNNI. */
@@ -313,6 +314,57 @@ TEST(threads_bitwise_on_parallel_shapes) {
     free_mat(&c);
 }
 
+/* k3_matvec_colblocks_serial on the int8 path == k3_matvec_i8 on each block's
+ * column view, bitwise: every width (2..8 bits, groups 32/64/128) and MXFP4,
+ * 1..8 blocks whose width is whole groups (and 64-byte chunks that end inside a
+ * block), 26 rows of a row view (rows not a multiple of four), up to 16 blocks;
+ * past 16 the plain per-block route. */
+TEST(colblocks_bitwise_per_block) {
+    if (!has_vnni()) {
+        printf("  (no AVX-512 VNNI: skipped)\n");
+        return;
+    }
+    static const struct {
+        k3_wfmt fmt;
+        int bits, group;
+        int64_t K;
+    } cases[] = {{K3_W_AFFINE, 4, 64, 8 * 128},  {K3_W_AFFINE, 8, 32, 8 * 96},
+                 {K3_W_AFFINE, 2, 128, 8 * 128}, {K3_W_AFFINE, 3, 32, 6 * 96},
+                 {K3_W_AFFINE, 5, 64, 4 * 192},  {K3_W_AFFINE, 6, 32, 8 * 64},
+                 {K3_W_MXFP4, 4, 32, 8 * 32},    {K3_W_MXFP4, 4, 32, 8 * 160},
+                 {K3_W_AFFINE, 4, 32, 20 * 32}};
+    k3_act_int8_set(1);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int nb = 1; nb <= 20; nb++) {
+            const int64_t K = cases[i].K, R = 29;
+            if (K % nb || (K / nb) % cases[i].group || (nb > 8 && nb != 20)) continue;
+            owned_mat m = make_mat(cases[i].fmt, R, K, cases[i].bits, cases[i].group, K3_W_BF16, 0);
+            k3_wmat W = k3_wmat_rows(&m.w, 3, R - 3);
+            const int64_t bc = K / nb;
+            float *x = malloc(sizeof(float) * (size_t)K);
+            float *ref = malloc(sizeof(float) * (size_t)(nb * R)),
+                  *got = malloc(sizeof(float) * (size_t)(nb * R));
+            make_x(x, K);
+            const float *xb[20];
+            float *yb[20];
+            for (int b = 0; b < nb; b++) {
+                xb[b] = x + b * bc;
+                yb[b] = got + b * R;
+                k3_wmat v = k3_wmat_cols(&W, b * bc, bc);
+                k3_matvec_i8(&v, xb[b], ref + b * R);
+            }
+            k3_matvec_colblocks_serial(&W, nb, xb, yb);
+            for (int b = 0; b < nb; b++)
+                CHECK(!memcmp(got + b * R, ref + b * R, sizeof(float) * (size_t)W.rows),
+                      "%s/%d K %lld nb %d block %d differs", k3_wfmt_name(cases[i].fmt),
+                      cases[i].bits, (long long)K, nb, b);
+            n_checked++;
+            free(x), free(ref), free(got);
+            free_mat(&m);
+        }
+    k3_act_int8_set(-1);
+}
+
 TEST(switch_and_fallbacks) {
     k3_act_int8_set(0);
     owned_mat m = make_mat(K3_W_AFFINE, 33, 256, 4, 32, K3_W_BF16, 0);
@@ -356,6 +408,7 @@ int main(void) {
     RUN(affine_simd_vs_ref_every_width_group_scale_type);
     RUN(mxfp4_simd_vs_ref);
     RUN(threads_bitwise_on_parallel_shapes);
+    RUN(colblocks_bitwise_per_block);
     RUN(switch_and_fallbacks);
     printf("  %d matrices checked\n", n_checked);
     return t_done();

@@ -61,5 +61,10 @@ void k3_i8_group_sums(const float *d, const int32_t *isum, int64_t n, int group,
 
 /* The AVX-512 VNNI kernel behind k3_matvec_i8 (matvec_i8_avx512.c). */
 void k3_matvec_i8_avx512(const k3_wmat *W, const float *x, float *y);
+/* k3_matvec_colblocks_serial (matmul.h) on this path: bitwise k3_matvec_i8 on
+ * each block's column view, each row read once for all its blocks. Needs
+ * k3_i8_supports on the block view; 0 (nothing done) for more than 16 blocks. */
+int k3_matvec_i8_colblocks_avx512(const k3_wmat *W, int nb, const float *const *xb,
+                                  float *const *y);
 
 #endif

@@ -292,24 +292,104 @@ static k3_rows_fn pick_rows(const k3_wmat *W) {
     return t[W->bits == 8 ? 5 : W->bits - 2][g];
 }
 
-void k3_matvec_i8_avx512(const k3_wmat *W, const float *x, float *y) {
+/* Bytes of scratch one product's prepared activation takes (see prepare). */
+static size_t prepared_bytes(const k3_wmat *W) {
+    const int64_t K = W->cols, nb = K / K3_I8_BLOCK;
+    const int P = planes(W->fmt == K3_W_MXFP4 ? 0 : W->bits);
+    const int64_t nch = (K + 64 * P - 1) / (64 * P);
+    /* q[K], xperm[64P nch], then d[nb], isum[nb], xs[ng <= nb], dlane[16 nch], xoff[16 nch] */
+    return (size_t)(K + 64) / 64 * 64 + (size_t)(nch * 64 * P) +
+           sizeof(float) * (size_t)(3 * nb + 32 * nch);
+}
+
+/* The activation x of a product on W, quantized, summed and permuted into buf
+ * (prepared_bytes(W), 64-byte aligned), and the context its rows read. */
+K3_VNNI static void prepare(const k3_wmat *W, const float *x, uint8_t *buf, i8_ctx *c) {
     const int64_t K = W->cols, nb = K / K3_I8_BLOCK;
     const int mx = W->fmt == K3_W_MXFP4, P = planes(mx ? 0 : W->bits);
     const int64_t nch = (K + 64 * P - 1) / (64 * P);
-    int8_t *q = k3_scratch(K3_SCRATCH_I8_Q, (size_t)K);
-    int8_t *xperm = k3_scratch(K3_SCRATCH_I8_X, (size_t)(nch * 64 * P));
-    /* d[nb], isum[nb], xs[ng <= nb], dlane[16 nch], xoff[16 nch] */
-    float *d = k3_scratch(K3_SCRATCH_I8_D, sizeof(float) * (size_t)(3 * nb + 32 * nch));
+    int8_t *q = (int8_t *)buf;
+    int8_t *xperm = q + (K + 64) / 64 * 64;
+    float *d = (float *)(void *)(xperm + nch * 64 * P);
     int32_t *isum = (int32_t *)(void *)(d + nb);
     float *xs = d + 2 * nb, *dlane = d + 3 * nb;
     int32_t *xoff = mx ? (int32_t *)(void *)(dlane + 16 * nch) : NULL;
     k3_i8_quantize_avx512(x, K, q, d, isum);
     if (W->fmt == K3_W_AFFINE) k3_i8_group_sums(d, isum, K, W->group, xs);
     permute_activation(q, d, K, P, xperm, dlane, xoff);
-    i8_ctx c = {{W, x, NULL, NULL, y}, xperm, dlane, xs, xoff, {0}, {0}};
+    *c = (i8_ctx){{W, x, NULL, NULL, NULL}, xperm, dlane, xs, xoff, {0}, {0}};
     for (int i = 0; i < 64; i++) { /* output byte 8q + j = code j of the q-th 8-code run */
-        c.perm[i] = (uint8_t)(W->bits * (i / 8) + i % 8);
-        c.shift[i] = (uint8_t)(W->bits * (i % 8));
+        c->perm[i] = (uint8_t)(W->bits * (i / 8) + i % 8);
+        c->shift[i] = (uint8_t)(W->bits * (i % 8));
     }
+}
+
+void k3_matvec_i8_avx512(const k3_wmat *W, const float *x, float *y) {
+    i8_ctx c;
+    prepare(W, x, k3_scratch(K3_SCRATCH_I8_Q, prepared_bytes(W)), &c);
+    c.rows.y = y;
     k3_parallel_rows(&c.rows, pick_rows(W));
+}
+
+/* Most column blocks k3_matvec_i8_colblocks_avx512 takes. */
+#define I8_CB_MAX 16
+
+/* Rows [0, R) of every block in fours, block after block within each four
+ * (the four rows are read once, front to back), each (four, block) exactly
+ * as i8_rows computes those rows of the block's view. */
+K3_VNNI_INLINE void i8_cb_rows(const i8_ctx *c, int nb, int64_t R, float *const *y, int bits,
+                               int G) {
+    for (int64_t r = 0; r < R; r += 4) {
+        const int64_t last = R - 1;
+        for (int b = 0; b < nb; b++) {
+            __m512 a0 = row_partials(&c[b], r, bits, G);
+            __m512 a1 = row_partials(&c[b], r + 1 <= last ? r + 1 : last, bits, G);
+            __m512 a2 = row_partials(&c[b], r + 2 <= last ? r + 2 : last, bits, G);
+            __m512 a3 = row_partials(&c[b], r + 3 <= last ? r + 3 : last, bits, G);
+            float out[4];
+            _mm_storeu_ps(out, sum4(a0, a1, a2, a3));
+            for (int i = 0; i < 4 && r + i < R; i++) y[b][r + i] = out[i];
+        }
+    }
+}
+
+typedef void (*i8_cb_fn)(const i8_ctx *, int, int64_t, float *const *);
+#define I8_CB(B, G)                                                                                \
+    K3_VNNI static void i8_cb_##B##_##G(const i8_ctx *c, int nb, int64_t R, float *const *y) {     \
+        i8_cb_rows(c, nb, R, y, B, G);                                                             \
+    }
+#define I8_CB_BITS(B) I8_CB(B, 32) I8_CB(B, 64) I8_CB(B, 128)
+I8_CB_BITS(2)
+I8_CB_BITS(3)
+I8_CB_BITS(4)
+I8_CB_BITS(5)
+I8_CB_BITS(6)
+I8_CB_BITS(8)
+I8_CB(0, 32)
+
+static i8_cb_fn pick_cb(const k3_wmat *W) {
+    if (W->fmt == K3_W_MXFP4) return i8_cb_0_32;
+    const int g = W->group == 32 ? 0 : W->group == 64 ? 1 : 2;
+    static const i8_cb_fn t[6][3] = {
+        {i8_cb_2_32, i8_cb_2_64, i8_cb_2_128}, {i8_cb_3_32, i8_cb_3_64, i8_cb_3_128},
+        {i8_cb_4_32, i8_cb_4_64, i8_cb_4_128}, {i8_cb_5_32, i8_cb_5_64, i8_cb_5_128},
+        {i8_cb_6_32, i8_cb_6_64, i8_cb_6_128}, {i8_cb_8_32, i8_cb_8_64, i8_cb_8_128}};
+    return t[W->bits == 8 ? 5 : W->bits - 2][g];
+}
+
+int k3_matvec_i8_colblocks_avx512(const k3_wmat *W, int nb, const float *const *xb,
+                                  float *const *y) {
+    if (nb < 1 || nb > I8_CB_MAX) return 0;
+    const int64_t bc = W->cols / nb;
+    k3_wmat v[I8_CB_MAX];
+    i8_ctx c[I8_CB_MAX];
+    v[0] = k3_wmat_cols(W, 0, bc);
+    const size_t per = (prepared_bytes(&v[0]) + 63) / 64 * 64;
+    uint8_t *buf = k3_scratch(K3_SCRATCH_I8_Q, per * (size_t)nb);
+    for (int b = 0; b < nb; b++) {
+        v[b] = k3_wmat_cols(W, b * bc, bc);
+        prepare(&v[b], xb[b], buf + per * (size_t)b, &c[b]);
+    }
+    pick_cb(W)(c, nb, W->rows, y);
+    return 1;
 }

@@ -16,11 +16,8 @@ enum {
     K3_SCRATCH_XPERM_T, /* few-token bf16: the tokens' de-interleaved activations */
     K3_SCRATCH_XPERM_B, /* few-token column blocks: every block's prepared activations */
     K3_SCRATCH_ROWSC,
-    K3_SCRATCH_I8_Q,
-    K3_SCRATCH_I8_X,
-    K3_SCRATCH_I8_D,
-    K3_SCRATCH_I8_ROW,
-    K3_SCRATCH_KDA, /* model/kda.c: one layer's activations (main thread) */
+    K3_SCRATCH_I8_Q, /* int8 path: each product's prepared activation (matvec_i8_avx512.c) */
+    K3_SCRATCH_KDA,  /* model/kda.c: one layer's activations (main thread) */
     K3_SCRATCH_N
 };
 
