@@ -392,11 +392,20 @@ static const colblock_case colblock_cases[] = {
     {K3_W_AFFINE, 4, 64, 8 * 128},
     {K3_W_AFFINE, 3, 32, 4 * 96},
     /* MXFP4: one group a block at 8 blocks (the bench preset's expert down);
-     * 70 groups (past one 64-group scale chunk), 35, 14 and 10 a block; 260
+     * 70 groups (past one 64-group scale chunk), 35, 14 and 10 a block; 1040
      * groups a row, past the AVX-512 column-block kernel's limit */
     {K3_W_MXFP4, 4, 32, 8 * 32},
     {K3_W_MXFP4, 4, 32, 70 * 32},
-    {K3_W_MXFP4, 4, 32, 260 * 32}};
+    {K3_W_MXFP4, 4, 32, 1040 * 32},
+    /* affine 2-8 bits; 2-6 in whole 16-lane blocks of 256 / 128 / 64 columns (the
+     * AVX-512 column-block kernel) and blocks that are not (per block) */
+    {K3_W_AFFINE, 2, 128, 8 * 256},
+    {K3_W_AFFINE, 5, 32, 8 * 64},
+    {K3_W_AFFINE, 6, 64, 6 * 128},
+    {K3_W_AFFINE, 4, 32, 6 * 160},
+    {K3_W_AFFINE, 3, 128, 4 * 384},
+    {K3_W_AFFINE, 8, 64, 8 * 128},
+    {K3_W_AFFINE, 8, 32, 6 * 96}};
 #define N_COLBLOCK_CASES (sizeof colblock_cases / sizeof *colblock_cases)
 
 /* k3_matvec_colblocks_serial == k3_matvec_serial on each block's column

@@ -28,6 +28,15 @@ int k3_matvec_mxfp4_colblocks_avx512(const k3_wmat *W, int nb, const float *cons
 /* The affine 2/3/4/5/6-bit case (matvec_affine_avx512.c) and its shape/CPU test. */
 int k3_avx512_affine_supports(const k3_wmat *W);
 void k3_matvec_affine_avx512(const k3_wmat *W, const float *x, float *y);
+/* k3_matvec_colblocks_serial (matmul.h) for affine 8-bit, bitwise
+ * k3_matvec_avx512 on each block's column view; 0 for more than 16 blocks. */
+int k3_matvec_affine8_colblocks_avx512(const k3_wmat *W, int nb, const float *const *xb,
+                                       float *const *y);
+/* k3_matvec_colblocks_serial (matmul.h) for affine 2/3/4/5/6-bit, bitwise
+ * k3_matvec_affine_avx512 on each block's column view; 0 (nothing done) for a
+ * shape it does not take (blocks not whole 16-lane blocks, over 16 blocks). */
+int k3_matvec_affine_colblocks_avx512(const k3_wmat *W, int nb, const float *const *xb,
+                                      float *const *y);
 /* The prefill tile in 16-lane registers (matmul_avx512.c): every format the
  * AVX2 kernels support (same decoder), bitwise equal to k3_matmul_avx2. */
 void k3_matmul_avx512(const k3_wmat *W, const float *X, int64_t T, float *Y);

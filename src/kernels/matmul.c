@@ -114,6 +114,11 @@ void k3_matvec_colblocks_serial(const k3_wmat *W, int nb, const float *const *xb
     if (use_avx2(&one) && k3_act_int8() && k3_i8_supports(&one) &&
         k3_matvec_i8_colblocks_avx512(W, nb, xb, y))
         return;
+    if (W->fmt == K3_W_AFFINE && use_avx2(&one) && !(k3_act_int8() && k3_i8_supports(&one)) &&
+        k3_kernels_active() == K3_KERNELS_AVX512 && k3_avx512_supports(&one) &&
+        (W->bits == 8 ? k3_matvec_affine8_colblocks_avx512(W, nb, xb, y)
+                      : k3_matvec_affine_colblocks_avx512(W, nb, xb, y)))
+        return;
     if (W->fmt == K3_W_MXFP4 && use_avx2(&one) && !(k3_act_int8() && k3_i8_supports(&one)) &&
         k3_kernels_active() == K3_KERNELS_AVX512 && k3_avx512_supports(&one) &&
         k3_matvec_mxfp4_colblocks_avx512(W, nb, xb, y))

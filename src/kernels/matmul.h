@@ -24,10 +24,10 @@ void k3_matmul_serial(const k3_wmat *W, const float *X, int64_t T, float *Y);
 /* One token against nb column blocks of W (cols = nb * bc): for every row r
  * and block b, y[b][r] = sum_{c < bc} W[r, b*bc + c] xb[b][c], on the calling
  * thread. Bitwise k3_matvec_serial on each block's column view; the float
- * formats, MXFP4 (AVX-512) and the int8-activation path read each row once,
- * its blocks in turn, instead of one strided pass per block (the
- * sharded-to-all products of rowpar.h and the routed experts' down products,
- * one decoded token); the affine formats still go block by block. */
+ * formats, and on AVX-512 MXFP4, affine 2-8 bits and the int8-activation
+ * path, read each row once, its blocks in turn, instead of one strided pass
+ * per block (the sharded-to-all products of rowpar.h and the routed experts'
+ * down products, one decoded token). */
 void k3_matvec_colblocks_serial(const k3_wmat *W, int nb, const float *const *xb, float *const *y);
 
 /* Most column blocks k3_matmul_few_colblocks_serial walks together (more:

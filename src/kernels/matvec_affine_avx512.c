@@ -52,6 +52,8 @@
     static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx512vbmi,"     \
                                                        "avx2,fma,f16c")))
 
+#include "kernels/hsum16_avx512.h"
+
 #ifndef K3_PF_BYTES
 #define K3_PF_BYTES 2048
 #endif
@@ -199,26 +201,24 @@ K3_AVX512_INLINE float bias_dot(const float *b, const float *xsum, int64_t ng) {
     int64_t g = 0;
     for (; g + 16 <= ng; g += 16)
         a = _mm512_fmadd_ps(_mm512_loadu_ps(b + g), _mm512_loadu_ps(xsum + g), a);
-    float s = _mm512_reduce_add_ps(a);
+    float s = g ? _mm512_reduce_add_ps(a) : 0.0f; /* the same +0 when the loop did not run */
     for (; g < ng; g++) s += b[g] * xsum[g];
     return s;
 }
 
-/* One row; bits and G are constants after inlining. sb: 2*(ng+16) floats.
- * Defined twice: with VBMI for 3/5/6 bits (SPREAD = vpermb), without for 2/4. */
-#define AFFINE_ROW(NAME, ATTR, SPREAD)                                                             \
-    ATTR float NAME(const k3_wmat *W, int64_t r, const float *xp, const float *xsum, float *sb,    \
-                    int bits, int G) {                                                             \
-        const int64_t K = W->cols, ng = K / G, rb = K * bits / 8;                                  \
+/* One row's block sums before the horizontal add: y0 + y1 over the blocks
+ * of a row of K columns at `row`, scales sc (f32, zero-padded past the row's
+ * groups); bits and G are constants after inlining. Defined twice: with VBMI
+ * for 3/5/6 bits (SPREAD = vpermb), without for 2/4. */
+#define AFFINE_ROW_VEC(NAME, ATTR, SPREAD)                                                         \
+    ATTR __m512 NAME(const uint8_t *row, int64_t K, const float *xp, const float *sc, int bits,    \
+                     int G) {                                                                      \
+        const int64_t rb = K * bits / 8;                                                           \
         const int BB = block_bytes(bits), BC = block_cols(bits);                                   \
         const int64_t nblk = (K + BC - 1) / BC;                                                    \
         /* blocks whose 64-byte load stays inside the row */                                       \
         int64_t nsafe = rb >= 64 ? (rb - 64) / BB + 1 : 0;                                         \
         if (nsafe > nblk) nsafe = nblk;                                                            \
-        const uint8_t *row = W->data + (size_t)r * W->row_stride;                                  \
-        float *sc = sb, *bi = sb + ng + 16;                                                        \
-        to_f32_padded(W->scale_fmt, W->scales + (size_t)r * W->scale_stride, ng, sc);              \
-        to_f32_padded(W->scale_fmt, W->biases + (size_t)r * W->bias_stride, ng, bi);               \
         __m512 y0 = _mm512_setzero_ps(), y1 = y0;                                                  \
         int64_t b = 0;                                                                             \
         for (; b + 1 < nsafe; b += 2) {                                                            \
@@ -238,12 +238,31 @@ K3_AVX512_INLINE float bias_dot(const float *b, const float *xsum, int64_t ng) {
                                  xp + b * BC, bits);                                               \
             y0 = _mm512_fmadd_ps(t, block_scales(sc, b * BC, bits, G), y0);                        \
         }                                                                                          \
-        float s = _mm512_reduce_add_ps(_mm512_add_ps(y0, y1));                                     \
-        return s * ldexpf(1.0f, -half_shift(bits)) + bias_dot(bi, xsum, ng);                       \
+        return _mm512_add_ps(y0, y1);                                                              \
+    }
+
+/* A row's result from its horizontal sum: the scale 2^-h and the bias term. */
+K3_AVX512_INLINE float row_result(float sum, const float *bi, const float *xsum, int64_t ng,
+                                  int bits) {
+    return sum * ldexpf(1.0f, -half_shift(bits)) + bias_dot(bi, xsum, ng);
+}
+
+/* One row; sb: 2*(ng+16) floats for its f32 scales and biases. */
+#define AFFINE_ROW(NAME, VEC, ATTR)                                                                \
+    ATTR float NAME(const k3_wmat *W, int64_t r, const float *xp, const float *xsum, float *sb,    \
+                    int bits, int G) {                                                             \
+        const int64_t ng = W->cols / G;                                                            \
+        float *sc = sb, *bi = sb + ng + 16;                                                        \
+        to_f32_padded(W->scale_fmt, W->scales + (size_t)r * W->scale_stride, ng, sc);              \
+        to_f32_padded(W->scale_fmt, W->biases + (size_t)r * W->bias_stride, ng, bi);               \
+        __m512 v = VEC(W->data + (size_t)r * W->row_stride, W->cols, xp, sc, bits, G);             \
+        return row_result(_mm512_reduce_add_ps(v), bi, xsum, ng, bits);                            \
     }
 #define NO_SPREAD(v, bits) (v)
-AFFINE_ROW(affine_row, K3_AVX512_INLINE, NO_SPREAD)
-AFFINE_ROW(affine_row_v, K3_AVX512V_INLINE, spread)
+AFFINE_ROW_VEC(affine_row_vec, K3_AVX512_INLINE, NO_SPREAD)
+AFFINE_ROW_VEC(affine_row_vec_v, K3_AVX512V_INLINE, spread)
+AFFINE_ROW(affine_row, affine_row_vec, K3_AVX512_INLINE)
+AFFINE_ROW(affine_row_v, affine_row_vec_v, K3_AVX512V_INLINE)
 
 #define AFFINE_ROWS_G(B, G)                                                                        \
     ROWS_ATTR_##B static void affine_rows_##B##_##G(const k3_rows_ctx *c, int64_t r0,              \
@@ -289,4 +308,90 @@ void k3_matvec_affine_avx512(const k3_wmat *W, const float *x, float *y) {
                                    : affine_rows_6(W->group);
     k3_rows_ctx c = {W, x, xp, xsum, y};
     k3_parallel_rows(&c, fn);
+}
+
+/* Rows per step of the column-block product (below). */
+#define CB_ROWS 16
+/* Most column blocks it takes. */
+#define CB_MAX_BLOCKS 16
+
+/* k3_matvec_colblocks_serial (matmul.h) on nb blocks of bc columns, 16 rows
+ * at a time: each row's scales and biases converted once for all blocks, the
+ * row read once front to back, every block's sum vector the one
+ * affine_row computes on that block's column view (VEC on the block's bytes,
+ * x and scales), then per block the 16 rows' horizontal adds together
+ * (reduce_add16, the bits of _mm512_reduce_add_ps) and row_result with the
+ * block's biases and group sums. Blocks must hold whole 16-lane blocks
+ * (bc % block_cols == 0), so no block reads another's scales. */
+#define AFFINE_CB(NAME, VEC, ATTR)                                                                 \
+    ATTR void NAME(const k3_wmat *W, int nb, const float *xp, const float *xsum, float *sb,        \
+                   float *const *y, int bits, int G) {                                             \
+        const int64_t bc = W->cols / nb, ngb = bc / G, ng = W->cols / G, R = W->rows;              \
+        const int64_t ld = 2 * (ng + 16); /* one row's scales and biases in sb */                  \
+        __m512 acc[CB_MAX_BLOCKS][CB_ROWS];                                                        \
+        for (int64_t r0 = 0; r0 < R; r0 += CB_ROWS) {                                              \
+            const int n = R - r0 < CB_ROWS ? (int)(R - r0) : CB_ROWS;                              \
+            for (int i = 0; i < n; i++) {                                                          \
+                const int64_t r = r0 + i;                                                          \
+                float *sc = sb + i * ld, *bi = sc + ng + 16;                                       \
+                to_f32_padded(W->scale_fmt, W->scales + (size_t)r * W->scale_stride, ng, sc);      \
+                to_f32_padded(W->scale_fmt, W->biases + (size_t)r * W->bias_stride, ng, bi);       \
+                const uint8_t *row = W->data + (size_t)r * W->row_stride;                          \
+                for (int b = 0; b < nb; b++)                                                       \
+                    acc[b][i] =                                                                    \
+                        VEC(row + b * bc * bits / 8, bc, xp + b * bc, sc + b * ngb, bits, G);      \
+            }                                                                                      \
+            for (int b = 0; b < nb; b++) {                                                         \
+                float out[CB_ROWS] __attribute__((aligned(64)));                                   \
+                for (int i = n; i < CB_ROWS; i++) acc[b][i] = _mm512_setzero_ps();                 \
+                _mm512_store_ps(out, reduce_add16(acc[b]));                                        \
+                for (int i = 0; i < n; i++)                                                        \
+                    y[b][r0 + i] = row_result(out[i], sb + i * ld + ng + 16 + b * ngb,             \
+                                              xsum + b * (ngb + 1), ngb, bits);                    \
+            }                                                                                      \
+        }                                                                                          \
+    }
+AFFINE_CB(affine_cb, affine_row_vec, K3_AVX512_INLINE)
+AFFINE_CB(affine_cb_v, affine_row_vec_v, K3_AVX512V_INLINE)
+
+typedef void (*affine_cb_fn)(const k3_wmat *, int, const float *, const float *, float *,
+                             float *const *);
+#define AFFINE_CB_G(B, G)                                                                          \
+    ROWS_ATTR_##B static void affine_cb_##B##_##G(const k3_wmat *W, int nb, const float *xp,       \
+                                                  const float *xsum, float *sb, float *const *y) { \
+        CB_FN_##B(W, nb, xp, xsum, sb, y, B, G);                                                   \
+    }
+#define CB_FN_2 affine_cb
+#define CB_FN_4 affine_cb
+#define CB_FN_3 affine_cb_v
+#define CB_FN_5 affine_cb_v
+#define CB_FN_6 affine_cb_v
+#define AFFINE_CB_BITS(B) AFFINE_CB_G(B, 32) AFFINE_CB_G(B, 64) AFFINE_CB_G(B, 128)
+AFFINE_CB_BITS(2)
+AFFINE_CB_BITS(3)
+AFFINE_CB_BITS(4)
+AFFINE_CB_BITS(5)
+AFFINE_CB_BITS(6)
+
+int k3_matvec_affine_colblocks_avx512(const k3_wmat *W, int nb, const float *const *xb,
+                                      float *const *y) {
+    const int bits = W->bits, G = W->group;
+    if (nb < 1 || nb > CB_MAX_BLOCKS || bits < 2 || bits > 6 || !k3_avx512_affine_supports(W))
+        return 0;
+    const int64_t bc = W->cols / nb, ngb = bc / G, ng = W->cols / G;
+    if (bc % block_cols(bits) || bc % G) return 0;
+    float *xp = k3_scratch(K3_SCRATCH_XPERM, sizeof(float) * (size_t)(nb * bc));
+    float *xsum = k3_scratch(K3_SCRATCH_XSUM, sizeof(float) * (size_t)(nb * (ngb + 1)));
+    float *sb = k3_scratch(K3_SCRATCH_ROWSC, sizeof(float) * (size_t)(CB_ROWS * 2 * (ng + 16)));
+    for (int b = 0; b < nb; b++) {
+        k3_avx2_group_sums(xb[b], bc, G, xsum + b * (ngb + 1));
+        permute_x(xb[b], bc, bits, xp + b * bc);
+    }
+    static const affine_cb_fn t[5][3] = {{affine_cb_2_32, affine_cb_2_64, affine_cb_2_128},
+                                         {affine_cb_3_32, affine_cb_3_64, affine_cb_3_128},
+                                         {affine_cb_4_32, affine_cb_4_64, affine_cb_4_128},
+                                         {affine_cb_5_32, affine_cb_5_64, affine_cb_5_128},
+                                         {affine_cb_6_32, affine_cb_6_64, affine_cb_6_128}};
+    t[bits - 2][G == 32 ? 0 : G == 64 ? 1 : 2](W, nb, xp, xsum, sb, y);
+    return 1;
 }

@@ -17,6 +17,7 @@
 #define K3_AVX512_INLINE                                                                           \
     static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx2,fma,"       \
                                                        "f16c")))
+#include "kernels/hsum16_avx512.h"
 
 int k3_cpu_has_avx512(void) {
 #if defined(__x86_64__)
@@ -39,16 +40,16 @@ int k3_avx512_supports(const k3_wmat *W) {
     return W->fmt == K3_W_MXFP4 && W->group == 32 && W->cols % 32 == 0;
 }
 
-/* One 8-bit affine row: sum_g s_g * (q . x)_g + sum_g b_g * xsum_g, 16 codes
- * per step (u8 -> i32 -> f32, one FMA), two accumulators per group. */
-K3_AVX512_INLINE float affine8_row(const k3_wmat *W, int64_t r, const float *x, const float *xsum,
-                                   int G) {
-    const uint8_t *row = W->data + (size_t)r * W->row_stride;
-    const uint8_t *sc = W->scales + (size_t)r * W->scale_stride;
-    const uint8_t *bi = W->biases + (size_t)r * W->bias_stride;
+/* One 8-bit affine row (of a row view of K columns at row, sc, bi): sum_g s_g
+ * * (q . x)_g + sum_g b_g * xsum_g, 16 codes per step (u8 -> i32 -> f32, one
+ * FMA), two accumulators per group; returns the vector whose horizontal sum
+ * is the first term, the bias term in *bsum_out. */
+K3_AVX512_INLINE __m512 affine8_row_vec(const uint8_t *row, const uint8_t *sc, const uint8_t *bi,
+                                        k3_wfmt sfmt, int64_t K, const float *x, const float *xsum,
+                                        int G, float *bsum_out) {
     __m512 y0 = _mm512_setzero_ps(), y1 = y0;
     float bsum = 0.0f;
-    for (int64_t g = 0; g < W->cols / G; g++) {
+    for (int64_t g = 0; g < K / G; g++) {
         const uint8_t *p = row + g * G;
         const float *xg = x + g * G;
         _mm_prefetch((const char *)p + 2048, _MM_HINT_T0);
@@ -61,14 +62,24 @@ K3_AVX512_INLINE float affine8_row(const k3_wmat *W, int64_t r, const float *x, 
             a0 = _mm512_fmadd_ps(q0, _mm512_loadu_ps(xg + j), a0);
             a1 = _mm512_fmadd_ps(q1, _mm512_loadu_ps(xg + j + 16), a1);
         }
-        __m512 s = _mm512_set1_ps(k3_wmat_elt(W->scale_fmt, sc, g));
+        __m512 s = _mm512_set1_ps(k3_wmat_elt(sfmt, sc, g));
         if (g & 1)
             y1 = _mm512_fmadd_ps(_mm512_add_ps(a0, a1), s, y1);
         else
             y0 = _mm512_fmadd_ps(_mm512_add_ps(a0, a1), s, y0);
-        bsum += k3_wmat_elt(W->scale_fmt, bi, g) * xsum[g];
+        bsum += k3_wmat_elt(sfmt, bi, g) * xsum[g];
     }
-    return _mm512_reduce_add_ps(_mm512_add_ps(y0, y1)) + bsum;
+    *bsum_out = bsum;
+    return _mm512_add_ps(y0, y1);
+}
+
+K3_AVX512_INLINE float affine8_row(const k3_wmat *W, int64_t r, const float *x, const float *xsum,
+                                   int G) {
+    float bsum;
+    __m512 v = affine8_row_vec(
+        W->data + (size_t)r * W->row_stride, W->scales + (size_t)r * W->scale_stride,
+        W->biases + (size_t)r * W->bias_stride, W->scale_fmt, W->cols, x, xsum, G, &bsum);
+    return _mm512_reduce_add_ps(v) + bsum;
 }
 
 #define AFFINE8_ROWS(G)                                                                            \
@@ -96,4 +107,60 @@ void k3_matvec_avx512(const k3_wmat *W, const float *x, float *y) {
         k3_matvec_affine_avx512(W, x, y);
     else
         k3_matvec_mxfp4_avx512(W, x, y);
+}
+
+/* Rows per step and most blocks of the 8-bit column-block product. */
+#define CB8_ROWS 16
+#define CB8_MAX_BLOCKS 16
+
+/* k3_matvec_colblocks_serial for affine 8-bit (see avx512.h): each row read
+ * once, its blocks in turn, each block's vector and bias term those
+ * affine8_row computes on the block's column view, the horizontal adds of 16
+ * rows of a block together (reduce_add16: the bits of _mm512_reduce_add_ps). */
+K3_AVX512_INLINE void affine8_cb(const k3_wmat *W, int nb, const float *const *xb,
+                                 const float *xsum, float *const *y, int G) {
+    const int64_t bc = W->cols / nb, ngb = bc / G, R = W->rows;
+    const size_t es = W->scale_fmt == K3_W_F32 ? 4 : 2;
+    __m512 acc[CB8_MAX_BLOCKS][CB8_ROWS];
+    float bs[CB8_MAX_BLOCKS][CB8_ROWS];
+    for (int64_t r0 = 0; r0 < R; r0 += CB8_ROWS) {
+        const int n = R - r0 < CB8_ROWS ? (int)(R - r0) : CB8_ROWS;
+        for (int i = 0; i < n; i++) {
+            const int64_t r = r0 + i;
+            const uint8_t *row = W->data + (size_t)r * W->row_stride;
+            const uint8_t *sc = W->scales + (size_t)r * W->scale_stride;
+            const uint8_t *bi = W->biases + (size_t)r * W->bias_stride;
+            for (int b = 0; b < nb; b++)
+                acc[b][i] = affine8_row_vec(row + b * bc, sc + (size_t)(b * ngb) * es,
+                                            bi + (size_t)(b * ngb) * es, W->scale_fmt, bc, xb[b],
+                                            xsum + b * (ngb + 1), G, &bs[b][i]);
+        }
+        for (int b = 0; b < nb; b++) {
+            float out[CB8_ROWS] __attribute__((aligned(64)));
+            for (int i = n; i < CB8_ROWS; i++) acc[b][i] = _mm512_setzero_ps();
+            _mm512_store_ps(out, reduce_add16(acc[b]));
+            for (int i = 0; i < n; i++) y[b][r0 + i] = out[i] + bs[b][i];
+        }
+    }
+}
+
+#define AFFINE8_CB(G)                                                                              \
+    K3_AVX512 static void affine8_cb_##G(const k3_wmat *W, int nb, const float *const *xb,         \
+                                         const float *xsum, float *const *y) {                     \
+        affine8_cb(W, nb, xb, xsum, y, G);                                                         \
+    }
+AFFINE8_CB(32)
+AFFINE8_CB(64)
+AFFINE8_CB(128)
+
+int k3_matvec_affine8_colblocks_avx512(const k3_wmat *W, int nb, const float *const *xb,
+                                       float *const *y) {
+    if (nb < 1 || nb > CB8_MAX_BLOCKS || W->fmt != K3_W_AFFINE || W->bits != 8) return 0;
+    const int G = W->group;
+    const int64_t bc = W->cols / nb, ngb = bc / G;
+    if (bc % G) return 0;
+    float *xsum = k3_scratch(K3_SCRATCH_XSUM, sizeof(float) * (size_t)(nb * (ngb + 1)));
+    for (int b = 0; b < nb; b++) k3_avx2_group_sums(xb[b], bc, G, xsum + b * (ngb + 1));
+    (G == 32 ? affine8_cb_32 : G == 64 ? affine8_cb_64 : affine8_cb_128)(W, nb, xb, xsum, y);
+    return 1;
 }

@@ -43,6 +43,8 @@
     static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx2,fma,"       \
                                                        "f16c")))
 
+#include "kernels/hsum16_avx512.h"
+
 #define SC_CHUNK 64 /* groups whose scales are converted at once (16 blocks) */
 
 /* x in the kernel's lane order (see the top of the file); xq has K floats.
@@ -171,30 +173,6 @@ void k3_matvec_mxfp4_avx512(const k3_wmat *W, const float *x, float *y) {
     permute_x(x, K, xq);
     k3_rows_ctx c = {W, x, xq, NULL, y};
     k3_parallel_rows(&c, mxfp4_rows);
-}
-
-/* Lane i of the result is _mm512_reduce_add_ps(a[i]), bit for bit: the same
- * tree (lanes i and i+8, then i and i+4 of that, then 0+2 and 1+3, then the
- * two) for 16 vectors at once, 31 shuffles and 15 adds instead of 16
- * reductions' 16 x 6 dependent steps. */
-K3_AVX512_INLINE __m512 reduce_add16(const __m512 *a) {
-    __m512 c[8], d[4];
-#pragma GCC unroll 8
-    for (int p = 0; p < 8; p++) /* lane l: a[2p] or a[2p+1]'s lanes l and l+8 */
-        c[p] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * p], a[2 * p + 1], 0x44),
-                             _mm512_shuffle_f32x4(a[2 * p], a[2 * p + 1], 0xee));
-#pragma GCC unroll 4
-    for (int q = 0; q < 4; q++) /* 128-bit lane j: a[4q + j]'s first 4 partial sums */
-        d[q] = _mm512_add_ps(_mm512_shuffle_f32x4(c[2 * q], c[2 * q + 1], 0x88),
-                             _mm512_shuffle_f32x4(c[2 * q], c[2 * q + 1], 0xdd));
-    __m512 e0 = _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], 0x44),
-                              _mm512_shuffle_ps(d[0], d[1], 0xee)),
-           e1 = _mm512_add_ps(_mm512_shuffle_ps(d[2], d[3], 0x44),
-                              _mm512_shuffle_ps(d[2], d[3], 0xee));
-    __m512 f = _mm512_add_ps(_mm512_shuffle_ps(e0, e1, 0x88), _mm512_shuffle_ps(e0, e1, 0xdd));
-    /* f[4l + j] is a[4j + l]'s sum */
-    return _mm512_permutexvar_ps(
-        _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), f);
 }
 
 /* Rows per step of the column-block product, and the most groups a row may
