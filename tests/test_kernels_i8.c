@@ -18,6 +18,7 @@
 #include "kernels/matmul.h"
 #include "kernels/matvec_i8.h"
 #include "quant/dtype.h"
+#include "colblocks_check.h"
 #include "t.h"
 
 #include <omp.h>
@@ -340,26 +341,13 @@ TEST(colblocks_bitwise_per_block) {
             if (K % nb || (K / nb) % cases[i].group || (nb > 8 && nb != 20)) continue;
             owned_mat m = make_mat(cases[i].fmt, R, K, cases[i].bits, cases[i].group, K3_W_BF16, 0);
             k3_wmat W = k3_wmat_rows(&m.w, 3, R - 3);
-            const int64_t bc = K / nb;
             float *x = malloc(sizeof(float) * (size_t)K);
-            float *ref = malloc(sizeof(float) * (size_t)(nb * R)),
-                  *got = malloc(sizeof(float) * (size_t)(nb * R));
             make_x(x, K);
-            const float *xb[20];
-            float *yb[20];
-            for (int b = 0; b < nb; b++) {
-                xb[b] = x + b * bc;
-                yb[b] = got + b * R;
-                k3_wmat v = k3_wmat_cols(&W, b * bc, bc);
-                k3_matvec_i8(&v, xb[b], ref + b * R);
-            }
-            k3_matvec_colblocks_serial(&W, nb, xb, yb);
-            for (int b = 0; b < nb; b++)
-                CHECK(!memcmp(got + b * R, ref + b * R, sizeof(float) * (size_t)W.rows),
-                      "%s/%d K %lld nb %d block %d differs", k3_wfmt_name(cases[i].fmt),
-                      cases[i].bits, (long long)K, nb, b);
+            const int bad = colblocks_first_diff(&W, nb, x, k3_matvec_i8);
+            CHECK(bad < 0, "%s/%d K %lld nb %d block %d differs", k3_wfmt_name(cases[i].fmt),
+                  cases[i].bits, (long long)K, nb, bad);
             n_checked++;
-            free(x), free(ref), free(got);
+            free(x);
             free_mat(&m);
         }
     k3_act_int8_set(-1);

@@ -16,6 +16,7 @@
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
 #include "quant/dtype.h"
+#include "colblocks_check.h"
 #include "t.h"
 
 #include <omp.h>
@@ -421,25 +422,12 @@ TEST(colblocks_bitwise_per_block) {
             if (K % nb || (K / nb) % g) continue;
             owned_mat m = make_mat(f[i].fmt, R, K, f[i].bits, f[i].group, K3_W_BF16);
             k3_wmat W = k3_wmat_rows(&m.w, 3, R - 3);
-            const int64_t bc = K / nb;
             float *x = malloc(sizeof(float) * (size_t)K);
-            float *ref = malloc(sizeof(float) * (size_t)(nb * R)),
-                  *got = malloc(sizeof(float) * (size_t)(nb * R));
             for (int64_t c = 0; c < K; c++) x[c] = (float)(t_rand() * 2 - 1);
-            const float *xb[8];
-            float *yb[8];
-            for (int b = 0; b < nb; b++) {
-                xb[b] = x + b * bc;
-                yb[b] = got + b * R;
-                k3_wmat v = k3_wmat_cols(&W, b * bc, bc);
-                k3_matvec_serial(&v, xb[b], ref + b * R);
-            }
-            k3_matvec_colblocks_serial(&W, nb, xb, yb);
-            for (int b = 0; b < nb; b++)
-                CHECK(!memcmp(got + b * R, ref + b * R, sizeof(float) * (size_t)W.rows),
-                      "%s K %lld nb %d block %d differs", k3_wfmt_name(f[i].fmt), (long long)K, nb,
-                      b);
-            free(x), free(ref), free(got);
+            const int bad = colblocks_first_diff(&W, nb, x, k3_matvec_serial);
+            CHECK(bad < 0, "%s/%d K %lld nb %d block %d differs", k3_wfmt_name(f[i].fmt), f[i].bits,
+                  (long long)K, nb, bad);
+            free(x);
             free_mat(&m);
         }
 }
