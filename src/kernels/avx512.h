@@ -18,6 +18,11 @@ int k3_cpu_has_avx512(void);
  * 2/4-bit, and 3/5/6-bit where the CPU has AVX-512 VBMI). */
 int k3_avx512_supports(const k3_wmat *W);
 void k3_matvec_avx512(const k3_wmat *W, const float *x, float *y);
+/* k3_matvec_colblocks_serial (matmul.h) for what k3_matvec_avx512 handles:
+ * bitwise k3_matvec_avx512 on each block's column view, each row read once
+ * for all its blocks; 0 (nothing done) for a shape the format's kernel does
+ * not take (see below; affine 8-bit: over 16 blocks). */
+int k3_matvec_colblocks_avx512(const k3_wmat *W, int nb, const float *const *xb, float *const *y);
 /* The MXFP4 case of k3_matvec_avx512 (matvec_mxfp4_avx512.c). */
 void k3_matvec_mxfp4_avx512(const k3_wmat *W, const float *x, float *y);
 /* k3_matvec_colblocks_serial (matmul.h) for MXFP4, bitwise k3_matvec_mxfp4_avx512
@@ -28,10 +33,6 @@ int k3_matvec_mxfp4_colblocks_avx512(const k3_wmat *W, int nb, const float *cons
 /* The affine 2/3/4/5/6-bit case (matvec_affine_avx512.c) and its shape/CPU test. */
 int k3_avx512_affine_supports(const k3_wmat *W);
 void k3_matvec_affine_avx512(const k3_wmat *W, const float *x, float *y);
-/* k3_matvec_colblocks_serial (matmul.h) for affine 8-bit, bitwise
- * k3_matvec_avx512 on each block's column view; 0 for more than 16 blocks. */
-int k3_matvec_affine8_colblocks_avx512(const k3_wmat *W, int nb, const float *const *xb,
-                                       float *const *y);
 /* k3_matvec_colblocks_serial (matmul.h) for affine 2/3/4/5/6-bit, bitwise
  * k3_matvec_affine_avx512 on each block's column view; 0 (nothing done) for a
  * shape it does not take (blocks not whole 16-lane blocks, over 16 blocks). */

@@ -111,18 +111,14 @@ void k3_matvec_colblocks_serial(const k3_wmat *W, int nb, const float *const *xb
         k3_matvec_avx2_float_colblocks(W, nb, xb, y);
         return;
     }
-    if (use_avx2(&one) && k3_act_int8() && k3_i8_supports(&one) &&
-        k3_matvec_i8_colblocks_avx512(W, nb, xb, y))
-        return;
-    if (W->fmt == K3_W_AFFINE && use_avx2(&one) && !(k3_act_int8() && k3_i8_supports(&one)) &&
-        k3_kernels_active() == K3_KERNELS_AVX512 && k3_avx512_supports(&one) &&
-        (W->bits == 8 ? k3_matvec_affine8_colblocks_avx512(W, nb, xb, y)
-                      : k3_matvec_affine_colblocks_avx512(W, nb, xb, y)))
-        return;
-    if (W->fmt == K3_W_MXFP4 && use_avx2(&one) && !(k3_act_int8() && k3_i8_supports(&one)) &&
-        k3_kernels_active() == K3_KERNELS_AVX512 && k3_avx512_supports(&one) &&
-        k3_matvec_mxfp4_colblocks_avx512(W, nb, xb, y))
-        return;
+    if (use_avx2(&one)) { /* the kernel matvec_fast picks for a block, all blocks at once */
+        if (k3_act_int8() && k3_i8_supports(&one)) {
+            if (k3_matvec_i8_colblocks_avx512(W, nb, xb, y)) return;
+        } else if (k3_kernels_active() == K3_KERNELS_AVX512 && k3_avx512_supports(&one) &&
+                   k3_matvec_colblocks_avx512(W, nb, xb, y)) {
+            return;
+        }
+    }
     for (int b = 0; b < nb; b++) {
         k3_wmat v = k3_wmat_cols(W, b * bc, bc);
         k3_matvec_serial(&v, xb[b], y[b]);
