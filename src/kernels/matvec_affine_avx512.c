@@ -296,11 +296,15 @@ AFFINE_ROWS(5)
 AFFINE_ROWS(6)
 
 void k3_matvec_affine_avx512(const k3_wmat *W, const float *x, float *y) {
-    const int64_t K = W->cols, BC = block_cols(W->bits);
-    float *xsum = k3_scratch(K3_SCRATCH_XSUM, sizeof(float) * (size_t)(K / W->group + 1));
-    float *xp = k3_scratch(K3_SCRATCH_XPERM, sizeof(float) * (size_t)((K + BC - 1) / BC * BC));
-    k3_avx2_group_sums(x, K, W->group, xsum);
-    permute_x(x, K, W->bits, xp);
+    const int64_t K = W->cols, BC = block_cols(W->bits), nxp = (K + BC - 1) / BC * BC;
+    int ready;
+    float *xp = k3_prep_buf(K3_PREP_AFFINE, x, k3_prep_shape(K, W->bits, W->group, 1),
+                            sizeof(float) * (size_t)(nxp + K / W->group + 1), &ready);
+    float *xsum = xp + nxp;
+    if (!ready) {
+        k3_avx2_group_sums(x, K, W->group, xsum);
+        permute_x(x, K, W->bits, xp);
+    }
     k3_rows_fn fn = W->bits == 2   ? affine_rows_2(W->group)
                     : W->bits == 3 ? affine_rows_3(W->group)
                     : W->bits == 4 ? affine_rows_4(W->group)
@@ -380,10 +384,12 @@ int k3_matvec_affine_colblocks_avx512(const k3_wmat *W, int nb, const float *con
         return 0;
     const int64_t bc = W->cols / nb, ngb = bc / G, ng = W->cols / G;
     if (bc % block_cols(bits) || bc % G) return 0;
-    float *xp = k3_scratch(K3_SCRATCH_XPERM, sizeof(float) * (size_t)(nb * bc));
-    float *xsum = k3_scratch(K3_SCRATCH_XSUM, sizeof(float) * (size_t)(nb * (ngb + 1)));
+    int ready;
+    float *xp = k3_prep_buf(K3_PREP_AFFINE, xb[0], k3_prep_blocks_shape(xb, nb, bc, bits, G),
+                            sizeof(float) * (size_t)(nb * bc + nb * (ngb + 1)), &ready);
+    float *xsum = xp + nb * bc;
     float *sb = k3_scratch(K3_SCRATCH_ROWSC, sizeof(float) * (size_t)(CB_ROWS * 2 * (ng + 16)));
-    for (int b = 0; b < nb; b++) {
+    for (int b = 0; b < nb && !ready; b++) {
         k3_avx2_group_sums(xb[b], bc, G, xsum + b * (ngb + 1));
         permute_x(xb[b], bc, bits, xp + b * bc);
     }

@@ -197,8 +197,10 @@ static void matvec_affine(const k3_wmat *W, const float *x, float *y) {
         k3_matvec_affine_planes_avx2(W, x, y);
         return;
     }
-    float *xsum = k3_scratch(K3_SCRATCH_XSUM, sizeof(float) * (size_t)(W->cols / W->group + 1));
-    k3_avx2_group_sums(x, W->cols, W->group, xsum);
+    int ready;
+    float *xsum = k3_prep_buf(K3_PREP_AVX2_XSUM, x, k3_prep_shape(W->cols, W->group, 0, 0),
+                              sizeof(float) * (size_t)(W->cols / W->group + 1), &ready);
+    if (!ready) k3_avx2_group_sums(x, W->cols, W->group, xsum);
     k3_rows_ctx c = {W, x, NULL, xsum, y};
     k3_parallel_rows(&c, affine_kernel(W->bits, W->group));
 }
@@ -252,8 +254,10 @@ K3_AVX2 static void mxfp4_rows(const k3_rows_ctx *c, int64_t r0, int64_t r1) {
 }
 
 static void matvec_mxfp4(const k3_wmat *W, const float *x, float *y) {
-    float *xp = k3_scratch(K3_SCRATCH_XPERM, sizeof(float) * (size_t)(W->cols + 32));
-    permute_x_mxfp4(x, W->cols, xp);
+    int ready;
+    float *xp = k3_prep_buf(K3_PREP_AVX2_MXFP4, x, k3_prep_shape(W->cols, 0, 0, 0),
+                            sizeof(float) * (size_t)(W->cols + 32), &ready);
+    if (!ready) permute_x_mxfp4(x, W->cols, xp);
     k3_rows_ctx c = {W, x, xp, NULL, y};
     k3_parallel_rows(&c, mxfp4_rows);
 }

@@ -92,8 +92,10 @@ AFFINE8_ROWS(128)
 
 static void matvec_affine8(const k3_wmat *W, const float *x, float *y) {
     const int64_t ng = W->cols / W->group;
-    float *xsum = k3_scratch(K3_SCRATCH_XSUM, sizeof(float) * (size_t)(ng + 1));
-    k3_avx2_group_sums(x, W->cols, W->group, xsum);
+    int ready;
+    float *xsum = k3_prep_buf(K3_PREP_AFFINE8, x, k3_prep_shape(W->cols, W->group, 1, 0),
+                              sizeof(float) * (size_t)(ng + 1), &ready);
+    if (!ready) k3_avx2_group_sums(x, W->cols, W->group, xsum);
     k3_rows_ctx c = {W, x, x, xsum, y};
     k3_parallel_rows(&c, W->group == 32   ? affine8_rows_32
                          : W->group == 64 ? affine8_rows_64
@@ -161,8 +163,10 @@ static int affine8_colblocks(const k3_wmat *W, int nb, const float *const *xb, f
     const int G = W->group;
     const int64_t bc = W->cols / nb, ngb = bc / G;
     if (bc % G) return 0;
-    float *xsum = k3_scratch(K3_SCRATCH_XSUM, sizeof(float) * (size_t)(nb * (ngb + 1)));
-    for (int b = 0; b < nb; b++) k3_avx2_group_sums(xb[b], bc, G, xsum + b * (ngb + 1));
+    int ready;
+    float *xsum = k3_prep_buf(K3_PREP_AFFINE8, xb[0], k3_prep_blocks_shape(xb, nb, bc, G, nb),
+                              sizeof(float) * (size_t)(nb * (ngb + 1)), &ready);
+    for (int b = 0; b < nb && !ready; b++) k3_avx2_group_sums(xb[b], bc, G, xsum + b * (ngb + 1));
     (G == 32 ? affine8_cb_32 : G == 64 ? affine8_cb_64 : affine8_cb_128)(W, nb, xb, xsum, y);
     return 1;
 }

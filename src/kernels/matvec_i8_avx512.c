@@ -303,8 +303,9 @@ static size_t prepared_bytes(const k3_wmat *W) {
 }
 
 /* The activation x of a product on W, quantized, summed and permuted into buf
- * (prepared_bytes(W), 64-byte aligned), and the context its rows read. */
-K3_VNNI static void prepare(const k3_wmat *W, const float *x, uint8_t *buf, i8_ctx *c) {
+ * (prepared_bytes(W), 64-byte aligned; already there when ready), and the
+ * context its rows read. */
+K3_VNNI static void prepare(const k3_wmat *W, const float *x, uint8_t *buf, int ready, i8_ctx *c) {
     const int64_t K = W->cols, nb = K / K3_I8_BLOCK;
     const int mx = W->fmt == K3_W_MXFP4, P = planes(mx ? 0 : W->bits);
     const int64_t nch = (K + 64 * P - 1) / (64 * P);
@@ -314,9 +315,11 @@ K3_VNNI static void prepare(const k3_wmat *W, const float *x, uint8_t *buf, i8_c
     int32_t *isum = (int32_t *)(void *)(d + nb);
     float *xs = d + 2 * nb, *dlane = d + 3 * nb;
     int32_t *xoff = mx ? (int32_t *)(void *)(dlane + 16 * nch) : NULL;
-    k3_i8_quantize_avx512(x, K, q, d, isum);
-    if (W->fmt == K3_W_AFFINE) k3_i8_group_sums(d, isum, K, W->group, xs);
-    permute_activation(q, d, K, P, xperm, dlane, xoff);
+    if (!ready) {
+        k3_i8_quantize_avx512(x, K, q, d, isum);
+        if (W->fmt == K3_W_AFFINE) k3_i8_group_sums(d, isum, K, W->group, xs);
+        permute_activation(q, d, K, P, xperm, dlane, xoff);
+    }
     *c = (i8_ctx){{W, x, NULL, NULL, NULL}, xperm, dlane, xs, xoff, {0}, {0}};
     for (int i = 0; i < 64; i++) { /* output byte 8q + j = code j of the q-th 8-code run */
         c->perm[i] = (uint8_t)(W->bits * (i / 8) + i % 8);
@@ -326,7 +329,11 @@ K3_VNNI static void prepare(const k3_wmat *W, const float *x, uint8_t *buf, i8_c
 
 void k3_matvec_i8_avx512(const k3_wmat *W, const float *x, float *y) {
     i8_ctx c;
-    prepare(W, x, k3_scratch(K3_SCRATCH_I8_Q, prepared_bytes(W)), &c);
+    int ready;
+    /* the layout depends on the format, bits and group, all in the shape word */
+    uint8_t *buf = k3_prep_buf(K3_PREP_I8, x, k3_prep_shape(W->cols, W->fmt, W->bits, W->group),
+                               prepared_bytes(W), &ready);
+    prepare(W, x, buf, ready, &c);
     c.rows.y = y;
     k3_parallel_rows(&c.rows, pick_rows(W));
 }
@@ -385,10 +392,15 @@ int k3_matvec_i8_colblocks_avx512(const k3_wmat *W, int nb, const float *const *
     i8_ctx c[I8_CB_MAX];
     v[0] = k3_wmat_cols(W, 0, bc);
     const size_t per = (prepared_bytes(&v[0]) + 63) / 64 * 64;
-    uint8_t *buf = k3_scratch(K3_SCRATCH_I8_Q, per * (size_t)nb);
+    /* the shape word has no room for the format: a different layout, so a separate kind */
+    int ready;
+    uint8_t *buf =
+        k3_prep_buf(K3_PREP_I8_BLOCKS, xb[0],
+                    k3_prep_blocks_shape(xb, nb, bc, W->fmt == K3_W_MXFP4 ? 0 : W->bits, W->group),
+                    per * (size_t)nb, &ready);
     for (int b = 0; b < nb; b++) {
         v[b] = k3_wmat_cols(W, b * bc, bc);
-        prepare(&v[b], xb[b], buf + per * (size_t)b, &c[b]);
+        prepare(&v[b], xb[b], buf + per * (size_t)b, ready, &c[b]);
     }
     pick_cb(W)(c, nb, W->rows, y);
     return 1;

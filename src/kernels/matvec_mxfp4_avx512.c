@@ -169,8 +169,10 @@ K3_AVX512 static void mxfp4_rows(const k3_rows_ctx *c, int64_t r0, int64_t r1) {
 
 void k3_matvec_mxfp4_avx512(const k3_wmat *W, const float *x, float *y) {
     const int64_t K = W->cols;
-    float *xq = k3_scratch(K3_SCRATCH_XPERM, sizeof(float) * (size_t)(K + 64));
-    permute_x(x, K, xq);
+    int ready;
+    float *xq = k3_prep_buf(K3_PREP_MXFP4, x, k3_prep_shape(K, 1, 0, 0),
+                            sizeof(float) * (size_t)(K + 64), &ready);
+    if (!ready) permute_x(x, K, xq);
     k3_rows_ctx c = {W, x, xq, NULL, y};
     k3_parallel_rows(&c, mxfp4_rows);
 }
@@ -191,8 +193,10 @@ K3_AVX512 int k3_matvec_mxfp4_colblocks_avx512(const k3_wmat *W, int nb, const f
     const int64_t bc = W->cols / nb, ngb = bc / 32, ng = ngb * nb, nfull = ngb / 4 * 4;
     if (nb < 1 || nb > CB_MAX_BLOCKS || bc % 32 || ng > CB_MAX_GROUPS) return 0;
     const int64_t xs = bc + 64, R = W->rows;
-    float *xq = k3_scratch(K3_SCRATCH_XPERM, sizeof(float) * (size_t)(nb * xs));
-    for (int b = 0; b < nb; b++) permute_x(xb[b], bc, xq + b * xs);
+    int ready;
+    float *xq = k3_prep_buf(K3_PREP_MXFP4, xb[0], k3_prep_blocks_shape(xb, nb, bc, nb, 0),
+                            sizeof(float) * (size_t)(nb * xs), &ready);
+    for (int b = 0; b < nb && !ready; b++) permute_x(xb[b], bc, xq + b * xs);
     float s[CB_MAX_GROUPS] __attribute__((aligned(64)));
     __m512 acc[CB_MAX_BLOCKS][CB_ROWS];
     for (int64_t r0 = 0; r0 < R; r0 += CB_ROWS) {

@@ -167,10 +167,14 @@ int k3_avx2_digit_planes(int bits, int64_t cols) {
 
 void k3_matvec_affine_planes_avx2(const k3_wmat *W, const float *x, float *y) {
     const int64_t K = W->cols;
-    float *xsum = k3_scratch(K3_SCRATCH_XSUM, sizeof(float) * (size_t)(K / W->group + 1));
-    float *xp = k3_scratch(K3_SCRATCH_XPERM, sizeof(float) * (size_t)(K + 64));
-    k3_avx2_group_sums(x, K, W->group, xsum);
-    permute_x(x, K, W->bits, xp);
+    int ready;
+    float *xp = k3_prep_buf(K3_PREP_AVX2_PLANES, x, k3_prep_shape(K, W->bits, W->group, 0),
+                            sizeof(float) * (size_t)(K + 64 + K / W->group + 1), &ready);
+    float *xsum = xp + K + 64;
+    if (!ready) {
+        k3_avx2_group_sums(x, K, W->group, xsum);
+        permute_x(x, K, W->bits, xp);
+    }
     k3_rows_fn fn = W->bits == 2   ? affine_rows_2(W->group)
                     : W->bits == 3 ? affine_rows_3(W->group)
                     : W->bits == 4 ? affine_rows_4(W->group)

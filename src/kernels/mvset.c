@@ -3,6 +3,7 @@
 #include "kernels/mvset.h"
 #include "kernels/avx2.h"
 #include "kernels/matmul.h"
+#include "kernels/scratch.h"
 #include "kernels/steal.h"
 
 #include <omp.h>
@@ -108,8 +109,10 @@ static void run_stealing(const k3_mv *mv, int n, uint64_t total, int nt) {
     {
         const int tid = omp_get_thread_num();
         int64_t b, got;
+        k3_prep_open(); /* the inputs stay put: each product prepares its x once a thread */
         while ((b = k3_steal_next(&st, tid, per, &got)) >= 0)
             k3_mvset_range(mv, n, block_pos(mv, n, bo, b), block_pos(mv, n, bo, b + got));
+        k3_prep_close();
     }
 }
 

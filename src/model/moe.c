@@ -17,6 +17,7 @@
 #include "kernels/matmul.h"
 #include "kernels/vmath.h"
 #include "kernels/mvset.h"
+#include "kernels/scratch.h"
 #include "kernels/steal.h"
 #include "model/model.h"
 #include "model/ops.h"
@@ -291,6 +292,7 @@ static void run_routed_one_token(const moe_job *j, int nb, float *const *leaf, f
     {
         const int tid = omp_get_thread_num();
         int64_t it, got;
+        k3_prep_open(); /* gu stays put: each expert's input is prepared once a thread */
         while ((it = k3_steal_next(&st, tid, per, &got)) >= 0)
             for (int64_t e_it = it + got; it < e_it;) { /* the run's piece in one expert */
                 const int i = (int)(it / groups);
@@ -309,6 +311,7 @@ static void run_routed_one_token(const moe_job *j, int nb, float *const *leaf, f
                 k3_matvec_colblocks_serial(&Wv, nb, ub, y);
                 it = stop;
             }
+        k3_prep_close();
 #pragma omp barrier
         double *y = k3_thread_buf(K3_TB_EXPERT_Y, sizeof(double) * DOWN_GROUP * 16);
         const int64_t chunk = DOWN_GROUP * 16, nch = (X + chunk - 1) / chunk;
@@ -380,6 +383,7 @@ static void run_routed_rows(const moe_job *j, int nb, float *const *leaf, float 
                     memcpy(us + s0 * I + b * n * ml + t * ml, u + t * I + b * ml,
                            sizeof(float) * (size_t)ml);
         }
+        k3_prep_open(); /* us stays put until the loop's end (scratch.h) */
 #pragma omp for schedule(dynamic, 1)
         for (int64_t it = 0; it < (int64_t)k * nrc; it++) {
             const int e = sel[it / nrc];
@@ -410,6 +414,7 @@ static void run_routed_rows(const moe_job *j, int nb, float *const *leaf, float 
                     memcpy(d + (s0 * nb + b * n) * X + t * X + r0, yb[b] + t * nr,
                            sizeof(float) * (size_t)nr);
         }
+        k3_prep_close();
 #pragma omp for schedule(dynamic, 1)
         for (int64_t it = 0; it < nb * nsc; it++) {
             const int b = (int)(it / nsc);

@@ -16,6 +16,7 @@
 
 #include "base/mem.h"
 #include "kernels/matmul.h"
+#include "kernels/scratch.h"
 #include "kernels/steal.h"
 
 /* Tokens per pass: bounds the per-block buffers of a long prefill. */
@@ -159,6 +160,7 @@ static void one_token_stealing(const k3_wmat *W, int nb, const float *const *xb,
     {
         const int tid = omp_get_thread_num();
         int64_t i, got;
+        k3_prep_open(); /* xb stays put: its blocks are prepared once a thread (scratch.h) */
         while ((i = k3_steal_next(&st, tid, per, &got)) >= 0) {
             const int64_t r0 = i * 16, r1 = (i + got) * 16 < R ? (i + got) * 16 : R;
             float *y[K3_ROWPAR_BLOCKS];
@@ -166,6 +168,7 @@ static void one_token_stealing(const k3_wmat *W, int nb, const float *const *xb,
             k3_wmat Wv = k3_wmat_rows(W, r0, r1 - r0);
             k3_matvec_colblocks_serial(&Wv, nb, xb, y);
         }
+        k3_prep_close();
 #pragma omp barrier
         k3_tree_reduce_into(leaf, nb, R, Y);
     }
@@ -204,8 +207,10 @@ static void rowpar_pass(const k3_wmat *W, int nb, const float *X, int64_t n, flo
     }
 #pragma omp parallel
     {
+        k3_prep_open();              /* xb stays put (scratch.h) */
 #pragma omp for schedule(dynamic, 1) /* items are independent: same bits */
         for (int64_t it = 0; it < items; it++) rowpar_item(&j, it);
+        k3_prep_close();
         k3_tree_reduce_into(leaf, nb, n * R, Y);
     }
 }
