@@ -28,6 +28,13 @@
 #include <immintrin.h>
 #include <string.h>
 
+/* Software prefetch distance in a row's code stream. One core, 16384 x 7168, int8
+ * activations: MXFP4 17-18 GB/s at 2 KiB, 20-21 at 4 KiB; affine 8 17-20 / 23-24; 8 KiB
+ * was faster at 8 bits but fell to 14-18 in some runs (bench/RESULTS.md). */
+#ifndef K3_I8_PF_BYTES
+#define K3_I8_PF_BYTES 4096
+#endif
+
 #define K3_VNNI                                                                                    \
     __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,avx2,fma,f16c")))
 #define K3_VNNI_INLINE                                                                             \
@@ -215,8 +222,8 @@ K3_VNNI_INLINE __m512 row_partials(const i8_ctx *c, int64_t r, int bits, int G) 
             w = base; /* the window starts at this chunk's first group: 16/span chunks each */
             S = scale_window(mx, W->scale_fmt, sc, w, ng);
         }
-        /* prefetch 2 KiB ahead: the hardware streamer stops at page boundaries */
-        _mm_prefetch((const char *)row + ch * B + 2048, _MM_HINT_T0);
+        /* prefetch ahead: the hardware streamer stops at page boundaries */
+        _mm_prefetch((const char *)row + ch * B + K3_I8_PF_BYTES, _MM_HINT_T0);
         const int64_t left = nbytes - ch * B;
         __m512i v = load_chunk(row + ch * B, left < B ? left : B);
         __m512i a = mx    ? mxfp4_chunk(v, c->xq + ch * CH, c->xoff + ch * 16)
