@@ -20,7 +20,7 @@ typedef struct {
     uint8_t *data, *scales, *biases;
 } owned_mat;
 
-static void put_scalar(k3_wfmt fmt, uint8_t *p, int64_t i, float v) {
+static inline void put_scalar(k3_wfmt fmt, uint8_t *p, int64_t i, float v) {
     if (fmt == K3_W_F32) {
         memcpy(p + 4 * i, &v, 4);
     } else {
@@ -29,12 +29,13 @@ static void put_scalar(k3_wfmt fmt, uint8_t *p, int64_t i, float v) {
     }
 }
 
-static size_t esize(k3_wfmt f) {
+static inline size_t esize(k3_wfmt f) {
     return f == K3_W_F32 ? 4 : 2;
 }
 
 /* A random matrix; `pad` extra bytes per row check that strides are honoured. */
-static owned_mat make_mat(k3_wfmt fmt, int64_t R, int64_t K, int bits, int group, k3_wfmt sfmt) {
+static inline owned_mat make_mat(k3_wfmt fmt, int64_t R, int64_t K, int bits, int group,
+                                 k3_wfmt sfmt) {
     owned_mat m = {0};
     const size_t pad = 7;
     m.w.fmt = fmt;
@@ -85,7 +86,7 @@ static owned_mat make_mat(k3_wfmt fmt, int64_t R, int64_t K, int bits, int group
     return m;
 }
 
-static void free_mat(owned_mat *m) {
+static inline void free_mat(owned_mat *m) {
     free(m->data);
     free(m->scales);
     free(m->biases);

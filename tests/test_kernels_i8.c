@@ -19,28 +19,11 @@
 #include "kernels/matvec_i8.h"
 #include "quant/dtype.h"
 #include "colblocks_check.h"
+#include "owned_mat.h"
 #include "t.h"
 
 #include <omp.h>
 #include <stdint.h>
-
-typedef struct {
-    k3_wmat w;
-    uint8_t *data, *scales, *biases;
-} owned_mat;
-
-static void put_scalar(k3_wfmt fmt, uint8_t *p, int64_t i, float v) {
-    if (fmt == K3_W_F32) {
-        memcpy(p + 4 * i, &v, 4);
-    } else {
-        uint16_t h = fmt == K3_W_F16 ? k3_f32_to_f16(v) : k3_f32_to_bf16(v);
-        memcpy(p + 2 * i, &h, 2);
-    }
-}
-
-static size_t esize(k3_wfmt f) {
-    return f == K3_W_F32 ? 4 : 2;
-}
 
 /* Scale and bias of group g: random, or powers of two when `exact`. */
 static void affine_group_params(int exact, int64_t g, float *s, float *b) {
@@ -54,9 +37,10 @@ static void affine_group_params(int exact, int64_t g, float *s, float *b) {
     }
 }
 
-/* A random matrix (fmt MXFP4 or AFFINE) with 5 bytes of row padding. */
-static owned_mat make_mat(k3_wfmt fmt, int64_t R, int64_t K, int bits, int group, k3_wfmt sfmt,
-                          int exact) {
+/* A random matrix (fmt MXFP4 or AFFINE) with 5 bytes of row padding; exact: scales and
+ * biases powers of two (owned_mat.h's make_mat has neither option). */
+static owned_mat make_i8_mat(k3_wfmt fmt, int64_t R, int64_t K, int bits, int group, k3_wfmt sfmt,
+                             int exact) {
     owned_mat m = {0};
     m.w.fmt = fmt;
     m.w.rows = R;
@@ -95,12 +79,6 @@ static owned_mat make_mat(k3_wfmt fmt, int64_t R, int64_t K, int bits, int group
     m.w.scales = m.scales;
     m.w.biases = m.biases;
     return m;
-}
-
-static void free_mat(owned_mat *m) {
-    free(m->data);
-    free(m->scales);
-    free(m->biases);
 }
 
 /* A random activation with awkward blocks: all-zero, tiny, huge, single spikes. */
@@ -273,8 +251,8 @@ TEST(affine_simd_vs_ref_every_width_group_scale_type) {
                         char what[80];
                         snprintf(what, sizeof what, "affine%d/%d/%s%s", bits[b], groups[g],
                                  k3_wfmt_name(sf[s]), exact ? " exact" : "");
-                        owned_mat m = make_mat(K3_W_AFFINE, rows[(i + s) % 3], cols[i], bits[b],
-                                               groups[g], sf[s], exact);
+                        owned_mat m = make_i8_mat(K3_W_AFFINE, rows[(i + s) % 3], cols[i], bits[b],
+                                                  groups[g], sf[s], exact);
                         check_mat(what, &m.w, exact);
                         free_mat(&m);
                     }
@@ -289,7 +267,8 @@ TEST(mxfp4_simd_vs_ref) {
     const int64_t shapes[][2] = {{1, 32}, {7, 96}, {37, 224}, {3, 1056}, {61, 64}, {5, 160}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int exact = 0; exact < 2; exact++) {
-            owned_mat m = make_mat(K3_W_MXFP4, shapes[s][0], shapes[s][1], 4, 32, K3_W_F32, exact);
+            owned_mat m =
+                make_i8_mat(K3_W_MXFP4, shapes[s][0], shapes[s][1], 4, 32, K3_W_F32, exact);
             check_mat(exact ? "mxfp4 exact" : "mxfp4", &m.w, exact);
             free_mat(&m);
         }
@@ -301,13 +280,13 @@ TEST(threads_bitwise_on_parallel_shapes) {
         return;
     }
     /* big enough for k3_parallel_rows to split (>= 32768 weights) */
-    owned_mat a = make_mat(K3_W_AFFINE, 301, 1024, 4, 64, K3_W_BF16, 0);
+    owned_mat a = make_i8_mat(K3_W_AFFINE, 301, 1024, 4, 64, K3_W_BF16, 0);
     check_mat("affine4/64 301x1024", &a.w, 0);
-    owned_mat b = make_mat(K3_W_AFFINE, 129, 2080, 2, 32, K3_W_F16, 0);
+    owned_mat b = make_i8_mat(K3_W_AFFINE, 129, 2080, 2, 32, K3_W_F16, 0);
     check_mat("affine2/32 129x2080", &b.w, 0);
-    owned_mat c = make_mat(K3_W_MXFP4, 211, 992, 4, 32, K3_W_F32, 0);
+    owned_mat c = make_i8_mat(K3_W_MXFP4, 211, 992, 4, 32, K3_W_F32, 0);
     check_mat("mxfp4 211x992", &c.w, 0);
-    owned_mat d = make_mat(K3_W_AFFINE, 97, 1056, 6, 32, K3_W_BF16, 0);
+    owned_mat d = make_i8_mat(K3_W_AFFINE, 97, 1056, 6, 32, K3_W_BF16, 0);
     check_mat("affine6/32 97x1056", &d.w, 0);
     free_mat(&d);
     free_mat(&a);
@@ -339,7 +318,8 @@ TEST(colblocks_bitwise_per_block) {
         for (int nb = 1; nb <= 20; nb++) {
             const int64_t K = cases[i].K, R = 29;
             if (K % nb || (K / nb) % cases[i].group || (nb > 8 && nb != 20)) continue;
-            owned_mat m = make_mat(cases[i].fmt, R, K, cases[i].bits, cases[i].group, K3_W_BF16, 0);
+            owned_mat m =
+                make_i8_mat(cases[i].fmt, R, K, cases[i].bits, cases[i].group, K3_W_BF16, 0);
             k3_wmat W = k3_wmat_rows(&m.w, 3, R - 3);
             float *x = malloc(sizeof(float) * (size_t)K);
             make_x(x, K);
@@ -355,7 +335,7 @@ TEST(colblocks_bitwise_per_block) {
 
 TEST(switch_and_fallbacks) {
     k3_act_int8_set(0);
-    owned_mat m = make_mat(K3_W_AFFINE, 33, 256, 4, 32, K3_W_BF16, 0);
+    owned_mat m = make_i8_mat(K3_W_AFFINE, 33, 256, 4, 32, K3_W_BF16, 0);
     CHECK(!k3_i8_supports(&m.w), "off must mean unsupported");
     float x[256], y0[33], y0a[33], y1[33], yi[33], yf[33];
     make_x(x, 256);
@@ -371,9 +351,9 @@ TEST(switch_and_fallbacks) {
         CHECK(!memcmp(y1, yi, sizeof y1), "k3_matvec on: the int8 kernel");
         CHECK(memcmp(y1, y0, sizeof y1) != 0, "int8 results differ from f32 ones");
     }
-    owned_mat m3 = make_mat(K3_W_AFFINE, 3, 192, 3, 64, K3_W_BF16, 0);
+    owned_mat m3 = make_i8_mat(K3_W_AFFINE, 3, 192, 3, 64, K3_W_BF16, 0);
     CHECK(k3_i8_format_ok(&m3.w) && k3_i8_supports(&m3.w) == has_vnni(), "3-bit kernel");
-    owned_mat m6 = make_mat(K3_W_AFFINE, 3, 192, 7, 64, K3_W_BF16, 0);
+    owned_mat m6 = make_i8_mat(K3_W_AFFINE, 3, 192, 7, 64, K3_W_BF16, 0);
     CHECK(!k3_i8_supports(&m6.w) && !k3_i8_format_ok(&m6.w), "7-bit has no int8 kernel");
     k3_wmat f = {.fmt = K3_W_BF16, .rows = 1, .cols = 64};
     CHECK(!k3_i8_supports(&f), "bf16 weights keep f32 activations");

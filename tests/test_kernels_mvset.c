@@ -11,74 +11,11 @@
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
 #include "kernels/mvset.h"
-#include "quant/dtype.h"
+#include "owned_mat.h"
 #include "t.h"
 
 #include <omp.h>
 #include <stdint.h>
-
-typedef struct {
-    k3_wmat w;
-    uint8_t *data, *scales, *biases;
-} owned_mat;
-
-/* A random matrix of any format (rows of bf16 values for the float formats,
- * random codes and modest scales for the quantized ones). */
-static owned_mat make_mat(k3_wfmt fmt, int64_t R, int64_t K, int bits, int group) {
-    owned_mat m = {0};
-    m.w.fmt = fmt;
-    m.w.rows = R;
-    m.w.cols = K;
-    m.w.bits = bits;
-    m.w.group = group;
-    m.w.scale_fmt = K3_W_BF16;
-    size_t rb = fmt == K3_W_MXFP4    ? (size_t)K / 2
-                : fmt == K3_W_AFFINE ? (size_t)K * (size_t)bits / 8
-                : fmt == K3_W_F32    ? (size_t)K * 4
-                                     : (size_t)K * 2;
-    m.w.row_stride = rb;
-    m.data = malloc(rb * (size_t)R + 1);
-    for (size_t i = 0; i < rb * (size_t)R; i++) m.data[i] = (uint8_t)(t_rand() * 256);
-    if (fmt == K3_W_BF16)
-        for (int64_t i = 0; i < R * K; i++) {
-            uint16_t h = k3_f32_to_bf16((float)t_rand());
-            memcpy(m.data + 2 * i, &h, 2);
-        }
-    if (fmt == K3_W_F32)
-        for (int64_t i = 0; i < R * K; i++) {
-            float v = (float)t_rand();
-            memcpy(m.data + 4 * i, &v, 4);
-        }
-    m.w.data = m.data;
-    if (fmt == K3_W_MXFP4) {
-        m.w.scale_stride = (size_t)K / 32;
-        m.scales = malloc(m.w.scale_stride * (size_t)R + 1);
-        for (size_t i = 0; i < m.w.scale_stride * (size_t)R; i++)
-            m.scales[i] = (uint8_t)(124 + (int)(t_rand() * 4));
-        m.w.scales = m.scales;
-    }
-    if (fmt == K3_W_AFFINE) {
-        int64_t ng = K / group;
-        m.w.scale_stride = m.w.bias_stride = (size_t)ng * 2;
-        m.scales = malloc(m.w.scale_stride * (size_t)R + 1);
-        m.biases = malloc(m.w.bias_stride * (size_t)R + 1);
-        for (int64_t i = 0; i < R * ng; i++) {
-            uint16_t s = k3_f32_to_bf16((float)(0.01 + 0.02 * t_rand()));
-            uint16_t b = k3_f32_to_bf16((float)(0.5 * t_rand()));
-            memcpy(m.scales + 2 * i, &s, 2);
-            memcpy(m.biases + 2 * i, &b, 2);
-        }
-        m.w.scales = m.scales;
-        m.w.biases = m.biases;
-    }
-    return m;
-}
-
-static void free_mat(owned_mat *m) {
-    free(m->data);
-    free(m->scales);
-    free(m->biases);
-}
 
 /* An awkward set: mixed formats, odd row counts, an empty product, one-row
  * products, a product of fewer rows than the alignment. */
@@ -90,14 +27,14 @@ typedef struct {
 } set_t;
 
 static void make_set(set_t *s, int64_t scale) {
-    s->m[0] = make_mat(K3_W_BF16, 37 * scale, 200, 0, 0);
-    s->m[1] = make_mat(K3_W_MXFP4, 16 * scale + 5, 256, 0, 32);
-    s->m[2] = make_mat(K3_W_BF16, 0, 64, 0, 0);
-    s->m[3] = make_mat(K3_W_AFFINE, 129 * scale, 128, 4, 32);
-    s->m[4] = make_mat(K3_W_BF16, 1, 72, 0, 0);
-    s->m[5] = make_mat(K3_W_F32, 300 * scale + 3, 33, 0, 0);
-    s->m[6] = make_mat(K3_W_AFFINE, 7, 256, 8, 64);
-    s->m[7] = make_mat(K3_W_MXFP4, 1, 64, 0, 32);
+    s->m[0] = make_mat(K3_W_BF16, 37 * scale, 200, 0, 0, K3_W_BF16);
+    s->m[1] = make_mat(K3_W_MXFP4, 16 * scale + 5, 256, 4, 32, K3_W_BF16);
+    s->m[2] = make_mat(K3_W_BF16, 0, 64, 0, 0, K3_W_BF16);
+    s->m[3] = make_mat(K3_W_AFFINE, 129 * scale, 128, 4, 32, K3_W_BF16);
+    s->m[4] = make_mat(K3_W_BF16, 1, 72, 0, 0, K3_W_BF16);
+    s->m[5] = make_mat(K3_W_F32, 300 * scale + 3, 33, 0, 0, K3_W_BF16);
+    s->m[6] = make_mat(K3_W_AFFINE, 7, 256, 8, 64, K3_W_BF16);
+    s->m[7] = make_mat(K3_W_MXFP4, 1, 64, 4, 32, K3_W_BF16);
     for (int i = 0; i < NSET; i++) {
         const k3_wmat *W = &s->m[i].w;
         s->x[i] = malloc(sizeof(float) * (size_t)(W->cols + 1));
