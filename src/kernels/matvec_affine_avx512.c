@@ -206,39 +206,54 @@ K3_AVX512_INLINE float bias_dot(const float *b, const float *xsum, int64_t ng) {
     return s;
 }
 
-/* One row's block sums before the horizontal add: y0 + y1 over the blocks
- * of a row of K columns at `row`, scales sc (f32, zero-padded past the row's
- * groups); bits and G are constants after inlining. Defined twice: with VBMI
- * for 3/5/6 bits (SPREAD = vpermb), without for 2/4. */
-#define AFFINE_ROW_VEC(NAME, ATTR, SPREAD)                                                         \
-    ATTR __m512 NAME(const uint8_t *row, int64_t K, const float *xp, const float *sc, int bits,    \
-                     int G) {                                                                      \
+/* The block sums before the horizontal add of nr rows (1..ROWS_MAX, a
+ * constant after inlining) of K columns starting at `row`, `stride` bytes
+ * apart: out[i] = y0 + y1 of row i, whose f32 scales (zero-padded past its
+ * groups) are at sc + i * sc_ld; bits and G are constants too. The rows go
+ * through each block together so that they share its loads of xp: a
+ * 7168-column xp is 28 KiB, which streaming weights push out of L1, and one
+ * row at a time then reads 8 bytes of xp from L2 per byte of 4-bit weights.
+ * Every row gets the instructions it would get alone, in the same order, so
+ * its sum does not depend on nr. Defined twice: with VBMI for 3/5/6 bits
+ * (SPREAD = vpermb), without for 2/4. */
+#define ROWS_MAX 8
+#define AFFINE_ROWS_VEC(NAME, ATTR, SPREAD)                                                        \
+    ATTR void NAME(const uint8_t *row, int64_t stride, int nr, int64_t K, const float *xp,         \
+                   const float *sc, int64_t sc_ld, int bits, int G, __m512 *out) {                 \
         const int64_t rb = K * bits / 8;                                                           \
         const int BB = block_bytes(bits), BC = block_cols(bits);                                   \
         const int64_t nblk = (K + BC - 1) / BC;                                                    \
         /* blocks whose 64-byte load stays inside the row */                                       \
         int64_t nsafe = rb >= 64 ? (rb - 64) / BB + 1 : 0;                                         \
         if (nsafe > nblk) nsafe = nblk;                                                            \
-        __m512 y0 = _mm512_setzero_ps(), y1 = y0;                                                  \
+        __m512 y0[ROWS_MAX], y1[ROWS_MAX];                                                         \
+        _Pragma("GCC unroll 8") for (int i = 0; i < nr; i++) y0[i] = y1[i] = _mm512_setzero_ps();  \
         int64_t b = 0;                                                                             \
         for (; b + 1 < nsafe; b += 2) {                                                            \
-            _mm_prefetch((const char *)row + b * BB + K3_PF_BYTES, _MM_HINT_T0);                   \
-            _mm_prefetch((const char *)row + b * BB + K3_PF_BYTES + 64, _MM_HINT_T0);              \
-            __m512 t0 =                                                                            \
-                block_dot(SPREAD(_mm512_loadu_si512(row + b * BB), bits), xp + b * BC, bits);      \
-            __m512 t1 = block_dot(SPREAD(_mm512_loadu_si512(row + (b + 1) * BB), bits),            \
-                                  xp + (b + 1) * BC, bits);                                        \
-            y0 = _mm512_fmadd_ps(t0, block_scales(sc, b * BC, bits, G), y0);                       \
-            y1 = _mm512_fmadd_ps(t1, block_scales(sc, (b + 1) * BC, bits, G), y1);                 \
+            _Pragma("GCC unroll 8") for (int i = 0; i < nr; i++) {                                 \
+                const uint8_t *ri = row + i * stride;                                              \
+                const float *si = sc + i * sc_ld;                                                  \
+                _mm_prefetch((const char *)ri + b * BB + K3_PF_BYTES, _MM_HINT_T0);                \
+                _mm_prefetch((const char *)ri + b * BB + K3_PF_BYTES + 64, _MM_HINT_T0);           \
+                __m512 t0 =                                                                        \
+                    block_dot(SPREAD(_mm512_loadu_si512(ri + b * BB), bits), xp + b * BC, bits);   \
+                __m512 t1 = block_dot(SPREAD(_mm512_loadu_si512(ri + (b + 1) * BB), bits),         \
+                                      xp + (b + 1) * BC, bits);                                    \
+                y0[i] = _mm512_fmadd_ps(t0, block_scales(si, b * BC, bits, G), y0[i]);             \
+                y1[i] = _mm512_fmadd_ps(t1, block_scales(si, (b + 1) * BC, bits, G), y1[i]);       \
+            }                                                                                      \
         }                                                                                          \
         for (; b < nblk; b++) {                                                                    \
             int64_t left = rb - b * BB;                                                            \
             __mmask64 m = left >= 64 ? ~0ull : (1ull << left) - 1;                                 \
-            __m512 t = block_dot(SPREAD(_mm512_maskz_loadu_epi8(m, row + b * BB), bits),           \
-                                 xp + b * BC, bits);                                               \
-            y0 = _mm512_fmadd_ps(t, block_scales(sc, b * BC, bits, G), y0);                        \
+            _Pragma("GCC unroll 8") for (int i = 0; i < nr; i++) {                                 \
+                __m512 t =                                                                         \
+                    block_dot(SPREAD(_mm512_maskz_loadu_epi8(m, row + i * stride + b * BB), bits), \
+                              xp + b * BC, bits);                                                  \
+                y0[i] = _mm512_fmadd_ps(t, block_scales(sc + i * sc_ld, b * BC, bits, G), y0[i]);  \
+            }                                                                                      \
         }                                                                                          \
-        return _mm512_add_ps(y0, y1);                                                              \
+        _Pragma("GCC unroll 8") for (int i = 0; i < nr; i++) out[i] = _mm512_add_ps(y0[i], y1[i]); \
     }
 
 /* A row's result from its horizontal sum: the scale 2^-h and the bias term. */
@@ -247,40 +262,53 @@ K3_AVX512_INLINE float row_result(float sum, const float *bi, const float *xsum,
     return sum * ldexpf(1.0f, -half_shift(bits)) + bias_dot(bi, xsum, ng);
 }
 
-/* One row; sb: 2*(ng+16) floats for its f32 scales and biases. */
-#define AFFINE_ROW(NAME, VEC, ATTR)                                                                \
-    ATTR float NAME(const k3_wmat *W, int64_t r, const float *xp, const float *xsum, float *sb,    \
-                    int bits, int G) {                                                             \
-        const int64_t ng = W->cols / G;                                                            \
-        float *sc = sb, *bi = sb + ng + 16;                                                        \
-        to_f32_padded(W->scale_fmt, W->scales + (size_t)r * W->scale_stride, ng, sc);              \
-        to_f32_padded(W->scale_fmt, W->biases + (size_t)r * W->bias_stride, ng, bi);               \
-        __m512 v = VEC(W->data + (size_t)r * W->row_stride, W->cols, xp, sc, bits, G);             \
-        return row_result(_mm512_reduce_add_ps(v), bi, xsum, ng, bits);                            \
+/* Rows r .. r+nr-1 (nr a constant, at most ROWS_MAX) into y[r..]; sb:
+ * ROWS_MAX * 2*(ng+16) floats for their f32 scales and biases. */
+#define AFFINE_ROWS_N(NAME, VEC, ATTR)                                                             \
+    ATTR void NAME(const k3_wmat *W, int64_t r, int nr, const float *xp, const float *xsum,        \
+                   float *sb, float *y, int bits, int G) {                                         \
+        const int64_t ng = W->cols / G, ld = 2 * (ng + 16);                                        \
+        for (int i = 0; i < nr; i++) {                                                             \
+            float *sc = sb + i * ld, *bi = sc + ng + 16;                                           \
+            to_f32_padded(W->scale_fmt, W->scales + (size_t)(r + i) * W->scale_stride, ng, sc);    \
+            to_f32_padded(W->scale_fmt, W->biases + (size_t)(r + i) * W->bias_stride, ng, bi);     \
+        }                                                                                          \
+        __m512 v[ROWS_MAX];                                                                        \
+        VEC(W->data + (size_t)r * W->row_stride, (int64_t)W->row_stride, nr, W->cols, xp, sb, ld,  \
+            bits, G, v);                                                                           \
+        for (int i = 0; i < nr; i++)                                                               \
+            y[r + i] =                                                                             \
+                row_result(_mm512_reduce_add_ps(v[i]), sb + i * ld + ng + 16, xsum, ng, bits);     \
     }
 #define NO_SPREAD(v, bits) (v)
-AFFINE_ROW_VEC(affine_row_vec, K3_AVX512_INLINE, NO_SPREAD)
-AFFINE_ROW_VEC(affine_row_vec_v, K3_AVX512V_INLINE, spread)
-AFFINE_ROW(affine_row, affine_row_vec, K3_AVX512_INLINE)
-AFFINE_ROW(affine_row_v, affine_row_vec_v, K3_AVX512V_INLINE)
+AFFINE_ROWS_VEC(affine_rows_vec, K3_AVX512_INLINE, NO_SPREAD)
+AFFINE_ROWS_VEC(affine_rows_vec_v, K3_AVX512V_INLINE, spread)
+AFFINE_ROWS_N(affine_rows_n, affine_rows_vec, K3_AVX512_INLINE)
+AFFINE_ROWS_N(affine_rows_n_v, affine_rows_vec_v, K3_AVX512V_INLINE)
 
+/* Threads' row ranges, ROWS_MAX rows at a time (a row's result does not
+ * depend on how many go together, so neither does the thread split's). */
 #define AFFINE_ROWS_G(B, G)                                                                        \
     ROWS_ATTR_##B static void affine_rows_##B##_##G(const k3_rows_ctx *c, int64_t r0,              \
                                                     int64_t r1) {                                  \
         const int64_t ng = c->W->cols / G;                                                         \
-        float *sb = k3_scratch(K3_SCRATCH_ROWSC, sizeof(float) * (size_t)(2 * ng + 32));           \
-        for (int64_t r = r0; r < r1; r++) c->y[r] = ROW_FN_##B(c->W, r, c->xp, c->xsum, sb, B, G); \
+        float *sb =                                                                                \
+            k3_scratch(K3_SCRATCH_ROWSC, sizeof(float) * (size_t)(ROWS_MAX * 2 * (ng + 16)));      \
+        int64_t r = r0;                                                                            \
+        for (; r + ROWS_MAX <= r1; r += ROWS_MAX)                                                  \
+            ROW_FN_##B(c->W, r, ROWS_MAX, c->xp, c->xsum, sb, c->y, B, G);                         \
+        for (; r < r1; r++) ROW_FN_##B(c->W, r, 1, c->xp, c->xsum, sb, c->y, B, G);                \
     }
 #define ROWS_ATTR_2 K3_AVX512
 #define ROWS_ATTR_4 K3_AVX512
 #define ROWS_ATTR_3 K3_AVX512V
 #define ROWS_ATTR_5 K3_AVX512V
 #define ROWS_ATTR_6 K3_AVX512V
-#define ROW_FN_2 affine_row
-#define ROW_FN_4 affine_row
-#define ROW_FN_3 affine_row_v
-#define ROW_FN_5 affine_row_v
-#define ROW_FN_6 affine_row_v
+#define ROW_FN_2 affine_rows_n
+#define ROW_FN_4 affine_rows_n
+#define ROW_FN_3 affine_rows_n_v
+#define ROW_FN_5 affine_rows_n_v
+#define ROW_FN_6 affine_rows_n_v
 #define AFFINE_ROWS(B)                                                                             \
     AFFINE_ROWS_G(B, 32)                                                                           \
     AFFINE_ROWS_G(B, 64)                                                                           \
@@ -321,9 +349,9 @@ void k3_matvec_affine_avx512(const k3_wmat *W, const float *x, float *y) {
 
 /* k3_matvec_colblocks_serial (matmul.h) on nb blocks of bc columns, 16 rows
  * at a time: each row's scales and biases converted once for all blocks, the
- * row read once front to back, every block's sum vector the one
- * affine_row computes on that block's column view (VEC on the block's bytes,
- * x and scales), then per block the 16 rows' horizontal adds together
+ * rows read front to back ROWS_MAX at a time, every block's sum vector the
+ * one affine_rows_n computes on that block's column view (VEC on the block's
+ * bytes, x and scales), then per block the 16 rows' horizontal adds together
  * (reduce_add16, the bits of _mm512_reduce_add_ps) and row_result with the
  * block's biases and group sums. Blocks must hold whole 16-lane blocks
  * (bc % block_cols == 0), so no block reads another's scales. */
@@ -340,10 +368,20 @@ void k3_matvec_affine_avx512(const k3_wmat *W, const float *x, float *y) {
                 float *sc = sb + i * ld, *bi = sc + ng + 16;                                       \
                 to_f32_padded(W->scale_fmt, W->scales + (size_t)r * W->scale_stride, ng, sc);      \
                 to_f32_padded(W->scale_fmt, W->biases + (size_t)r * W->bias_stride, ng, bi);       \
-                const uint8_t *row = W->data + (size_t)r * W->row_stride;                          \
-                for (int b = 0; b < nb; b++)                                                       \
-                    acc[b][i] =                                                                    \
-                        VEC(row + b * bc * bits / 8, bc, xp + b * bc, sc + b * ngb, bits, G);      \
+            }                                                                                      \
+            const int64_t rs = (int64_t)W->row_stride;                                             \
+            for (int i = 0; i < n; i += ROWS_MAX) {                                                \
+                const uint8_t *row = W->data + (size_t)(r0 + i) * W->row_stride;                   \
+                for (int b = 0; b < nb; b++) {                                                     \
+                    const uint8_t *rb = row + b * bc * bits / 8;                                   \
+                    const float *xb = xp + b * bc, *sc = sb + i * ld + b * ngb;                    \
+                    if (n - i >= ROWS_MAX)                                                         \
+                        VEC(rb, rs, ROWS_MAX, bc, xb, sc, ld, bits, G, &acc[b][i]);                \
+                    else                                                                           \
+                        for (int j = 0; j < n - i; j++)                                            \
+                            VEC(rb + j * rs, rs, 1, bc, xb, sc + j * ld, ld, bits, G,              \
+                                &acc[b][i + j]);                                                   \
+                }                                                                                  \
             }                                                                                      \
             for (int b = 0; b < nb; b++) {                                                         \
                 float out[CB_ROWS] __attribute__((aligned(64)));                                   \
@@ -355,8 +393,8 @@ void k3_matvec_affine_avx512(const k3_wmat *W, const float *x, float *y) {
             }                                                                                      \
         }                                                                                          \
     }
-AFFINE_CB(affine_cb, affine_row_vec, K3_AVX512_INLINE)
-AFFINE_CB(affine_cb_v, affine_row_vec_v, K3_AVX512V_INLINE)
+AFFINE_CB(affine_cb, affine_rows_vec, K3_AVX512_INLINE)
+AFFINE_CB(affine_cb_v, affine_rows_vec_v, K3_AVX512V_INLINE)
 
 typedef void (*affine_cb_fn)(const k3_wmat *, int, const float *, const float *, float *,
                              float *const *);
