@@ -117,6 +117,16 @@ K3_AVX512_INLINE void to_f32_padded(k3_wfmt fmt, const uint8_t *p, int64_t n, fl
     _mm512_storeu_ps(out + n, _mm512_setzero_ps());
 }
 
+/* Rows r .. r+n-1's scales and biases in f32, zero-padded: row i's scales
+ * at sb + i * 2*(ng+16), its biases ng+16 floats after them. */
+K3_AVX512_INLINE void rows_scales_f32(const k3_wmat *W, int64_t r, int n, int64_t ng, float *sb) {
+    for (int i = 0; i < n; i++) {
+        float *sc = sb + i * 2 * (ng + 16), *bi = sc + ng + 16;
+        to_f32_padded(W->scale_fmt, W->scales + (size_t)(r + i) * W->scale_stride, ng, sc);
+        to_f32_padded(W->scale_fmt, W->biases + (size_t)(r + i) * W->bias_stride, ng, bi);
+    }
+}
+
 /* Mask of digit d in every lane (per-lane for 5 bits: odd lanes start at bit 4). */
 K3_AVX512_INLINE __m512i digit_mask(int bits, int d) {
     const unsigned m = ((1u << bits) - 1u) << (d * bits);
@@ -268,11 +278,7 @@ K3_AVX512_INLINE float row_result(float sum, const float *bi, const float *xsum,
     ATTR void NAME(const k3_wmat *W, int64_t r, int nr, const float *xp, const float *xsum,        \
                    float *sb, float *y, int bits, int G) {                                         \
         const int64_t ng = W->cols / G, ld = 2 * (ng + 16);                                        \
-        for (int i = 0; i < nr; i++) {                                                             \
-            float *sc = sb + i * ld, *bi = sc + ng + 16;                                           \
-            to_f32_padded(W->scale_fmt, W->scales + (size_t)(r + i) * W->scale_stride, ng, sc);    \
-            to_f32_padded(W->scale_fmt, W->biases + (size_t)(r + i) * W->bias_stride, ng, bi);     \
-        }                                                                                          \
+        rows_scales_f32(W, r, nr, ng, sb);                                                         \
         __m512 v[ROWS_MAX];                                                                        \
         VEC(W->data + (size_t)r * W->row_stride, (int64_t)W->row_stride, nr, W->cols, xp, sb, ld,  \
             bits, G, v);                                                                           \
@@ -363,12 +369,7 @@ void k3_matvec_affine_avx512(const k3_wmat *W, const float *x, float *y) {
         __m512 acc[CB_MAX_BLOCKS][CB_ROWS];                                                        \
         for (int64_t r0 = 0; r0 < R; r0 += CB_ROWS) {                                              \
             const int n = R - r0 < CB_ROWS ? (int)(R - r0) : CB_ROWS;                              \
-            for (int i = 0; i < n; i++) {                                                          \
-                const int64_t r = r0 + i;                                                          \
-                float *sc = sb + i * ld, *bi = sc + ng + 16;                                       \
-                to_f32_padded(W->scale_fmt, W->scales + (size_t)r * W->scale_stride, ng, sc);      \
-                to_f32_padded(W->scale_fmt, W->biases + (size_t)r * W->bias_stride, ng, bi);       \
-            }                                                                                      \
+            rows_scales_f32(W, r0, n, ng, sb);                                                     \
             const int64_t rs = (int64_t)W->row_stride;                                             \
             for (int i = 0; i < n; i += ROWS_MAX) {                                                \
                 const uint8_t *row = W->data + (size_t)(r0 + i) * W->row_stride;                   \
