@@ -16,8 +16,8 @@ static int colblocks_first_diff(const k3_wmat *W, int nb, const float *x,
     const int64_t R = W->rows, bc = W->cols / nb;
     float *ref = malloc(sizeof(float) * (size_t)(nb * R)),
           *got = malloc(sizeof(float) * (size_t)(nb * R));
-    const float *xb[32];
-    float *yb[32];
+    const float *xb[32] = {0};
+    float *yb[32] = {0};
     for (int b = 0; b < nb; b++) {
         xb[b] = x + b * bc;
         yb[b] = got + b * R;

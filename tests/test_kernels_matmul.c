@@ -331,7 +331,11 @@ static const colblock_case colblock_cases[] = {
     {K3_W_AFFINE, 4, 32, 6 * 160},
     {K3_W_AFFINE, 3, 128, 4 * 384},
     {K3_W_AFFINE, 8, 64, 8 * 128},
-    {K3_W_AFFINE, 8, 32, 6 * 96}};
+    {K3_W_AFFINE, 8, 32, 6 * 96},
+    /* blocks ending inside a 16-lane block: K3's 2-bit expert down (8 x 384
+     * columns) and the bench preset's 4-bit one (4 x 64) */
+    {K3_W_AFFINE, 2, 64, 8 * 384},
+    {K3_W_AFFINE, 4, 64, 4 * 64}};
 #define N_COLBLOCK_CASES (sizeof colblock_cases / sizeof *colblock_cases)
 
 /* k3_matvec_colblocks_serial == k3_matvec_serial on each block's column
@@ -355,6 +359,38 @@ TEST(colblocks_bitwise_per_block) {
             free(x);
             free_mat(&m);
         }
+}
+
+/* A block that ends inside a 16-lane block never uses the next block's
+ * scales: with an infinite scale in block 1's first group of some rows,
+ * block 0 stays finite and equal to its column view's product (its padding
+ * lanes would compute 0 * inf = NaN with the neighbour's scale). */
+TEST(colblocks_partial_block_ignores_next_scales) {
+    const struct {
+        int bits, group, nb;
+        int64_t K;
+    } c[] = {{4, 32, 2, 2 * 160}, {2, 64, 8, 8 * 384}, {5, 32, 3, 3 * 96}};
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        const int64_t K = c[i].K, R = 21, bc = K / c[i].nb;
+        owned_mat m = make_mat(K3_W_AFFINE, R, K, c[i].bits, c[i].group, K3_W_BF16);
+        for (int64_t r = 0; r < R; r += 2)
+            put_scalar(K3_W_BF16, m.scales + r * m.w.scale_stride, bc / c[i].group, INFINITY);
+        float *x = malloc(sizeof(float) * (size_t)K);
+        for (int64_t j = 0; j < K; j++) x[j] = (float)(t_rand() * 2 - 1);
+        const int bad = colblocks_first_diff(&m.w, c[i].nb, x, k3_matvec_serial);
+        CHECK(bad < 0, "affine %d-bit g%d nb %d: block %d differs", c[i].bits, c[i].group, c[i].nb,
+              bad);
+        float y[8][32];
+        const float *xb[8];
+        float *yb[8];
+        for (int b = 0; b < c[i].nb; b++) xb[b] = x + b * bc, yb[b] = y[b];
+        k3_matvec_colblocks_serial(&m.w, c[i].nb, xb, yb);
+        int finite = 1;
+        for (int64_t r = 0; r < R; r++) finite &= isfinite(y[0][r]);
+        CHECK(finite, "affine %d-bit: block 0 took block 1's infinite scale", c[i].bits);
+        free(x);
+        free_mat(&m);
+    }
 }
 
 /* k3_matmul_few_colblocks_serial against k3_matmul_few on each block's view,
@@ -675,6 +711,7 @@ int main(void) {
     RUN(affine_decode_awkward_cols);
     RUN(sliced_views_vs_ref);
     RUN(colblocks_bitwise_per_block);
+    RUN(colblocks_partial_block_ignores_next_scales);
     RUN(few_colblocks_bitwise_per_block);
     RUN(large_threaded_vs_ref);
     RUN(matmul_rows_independent_of_T);

@@ -254,13 +254,16 @@ K3_AVX512_INLINE float bias_dot(const float *b, const float *xsum, int64_t ng) {
             }                                                                                      \
         }                                                                                          \
         for (; b < nblk; b++) {                                                                    \
-            int64_t left = rb - b * BB;                                                            \
+            int64_t left = rb - b * BB, lanes = (K - b * BC) / lane_codes(bits);                   \
             __mmask64 m = left >= 64 ? ~0ull : (1ull << left) - 1;                                 \
+            /* lanes past column K: zero scales, as the padding of a whole row's */                \
+            __mmask16 sm = lanes >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << lanes) - 1);       \
             _Pragma("GCC unroll 8") for (int i = 0; i < nr; i++) {                                 \
                 __m512 t =                                                                         \
                     block_dot(SPREAD(_mm512_maskz_loadu_epi8(m, row + i * stride + b * BB), bits), \
                               xp + b * BC, bits);                                                  \
-                y0[i] = _mm512_fmadd_ps(t, block_scales(sc + i * sc_ld, b * BC, bits, G), y0[i]);  \
+                __m512 s = _mm512_maskz_mov_ps(sm, block_scales(sc + i * sc_ld, b * BC, bits, G)); \
+                y0[i] = _mm512_fmadd_ps(t, s, y0[i]);                                              \
             }                                                                                      \
         }                                                                                          \
         _Pragma("GCC unroll 8") for (int i = 0; i < nr; i++) out[i] = _mm512_add_ps(y0[i], y1[i]); \
@@ -372,6 +375,10 @@ void k3_matvec_affine_avx512(const k3_wmat *W, const float *x, float *y) {
 #define CB_ROWS 16
 /* Most column blocks it takes. */
 #define CB_MAX_BLOCKS 16
+/* Floats of one block's permuted x: bc rounded up to whole 16-lane blocks. */
+static inline int64_t cb_x_stride(int64_t bc, int bits) {
+    return (bc + block_cols(bits) - 1) / block_cols(bits) * block_cols(bits);
+}
 
 /* k3_matvec_colblocks_serial (matmul.h) on nb blocks of bc columns, 16 rows
  * at a time: each row's scales and biases converted once for all blocks, the
@@ -379,13 +386,18 @@ void k3_matvec_affine_avx512(const k3_wmat *W, const float *x, float *y) {
  * one affine_rows_n computes on that block's column view (VEC on the block's
  * bytes, x and scales), then per block the 16 rows' horizontal adds together
  * (reduce_add16, the bits of _mm512_reduce_add_ps) and row_result with the
- * block's biases and group sums. Blocks must hold whole 16-lane blocks
- * (bc % block_cols == 0), so no block reads another's scales. */
+ * block's biases and group sums. Each block's x is permuted on its own,
+ * zero-padded to whole 16-lane blocks (xs floats), and the lanes of a
+ * partial last block take zero scales (AFFINE_ROWS_VEC's tail), so a block
+ * that ends inside a 16-lane block (K3's 2-bit expert down: 384 columns a
+ * block, 256 a 16-lane block) computes what its column view alone would,
+ * never touching the next block's x or scales. */
 #define AFFINE_CB(NAME, VEC, ATTR)                                                                 \
     ATTR void NAME(const k3_wmat *W, int nb, const float *xp, const float *xsum, float *sb,        \
                    float *const *y, int bits, int G) {                                             \
         const int64_t bc = W->cols / nb, ngb = bc / G, ng = W->cols / G, R = W->rows;              \
         const int64_t ld = 2 * (ng + 16); /* one row's scales and biases in sb */                  \
+        const int64_t xs = cb_x_stride(bc, bits);                                                  \
         __m512 acc[CB_MAX_BLOCKS][CB_ROWS];                                                        \
         for (int64_t r0 = 0; r0 < R; r0 += CB_ROWS) {                                              \
             const int n = R - r0 < CB_ROWS ? (int)(R - r0) : CB_ROWS;                              \
@@ -395,7 +407,7 @@ void k3_matvec_affine_avx512(const k3_wmat *W, const float *x, float *y) {
                 const uint8_t *row = W->data + (size_t)(r0 + i) * W->row_stride;                   \
                 for (int b = 0; b < nb; b++) {                                                     \
                     const uint8_t *rb = row + b * bc * bits / 8;                                   \
-                    const float *xb = xp + b * bc, *sc = sb + i * ld + b * ngb;                    \
+                    const float *xb = xp + b * xs, *sc = sb + i * ld + b * ngb;                    \
                     if (n - i >= ROWS_MAX)                                                         \
                         VEC(rb, rs, ROWS_MAX, bc, xb, sc, ld, bits, G, &acc[b][i]);                \
                     else                                                                           \
@@ -448,15 +460,16 @@ int k3_matvec_affine_colblocks_avx512(const k3_wmat *W, int nb, const float *con
     if (nb < 1 || nb > CB_MAX_BLOCKS || bits < 2 || bits > 6 || !k3_avx512_affine_supports(W))
         return 0;
     const int64_t bc = W->cols / nb, ngb = bc / G, ng = W->cols / G;
-    if (bc % block_cols(bits) || bc % G) return 0;
+    if (bc % G) return 0;
+    const int64_t xs = cb_x_stride(bc, bits);
     int ready;
     float *xp = k3_prep_buf(K3_PREP_AFFINE, xb[0], k3_prep_blocks_shape(xb, nb, bc, bits, G),
-                            sizeof(float) * (size_t)(nb * bc + nb * (ngb + 1)), &ready);
-    float *xsum = xp + nb * bc;
+                            sizeof(float) * (size_t)(nb * xs + nb * (ngb + 1)), &ready);
+    float *xsum = xp + nb * xs;
     float *sb = k3_scratch(K3_SCRATCH_ROWSC, sizeof(float) * (size_t)(CB_ROWS * 2 * (ng + 16)));
     for (int b = 0; b < nb && !ready; b++) {
         k3_avx2_group_sums(xb[b], bc, G, xsum + b * (ngb + 1));
-        permute_x(xb[b], bc, bits, xp + b * bc);
+        permute_x(xb[b], bc, bits, xp + b * xs);
     }
     static const affine_cb_fn t[5][3] = {{affine_cb_2_32, affine_cb_2_64, affine_cb_2_128},
                                          {affine_cb_3_32, affine_cb_3_64, affine_cb_3_128},
