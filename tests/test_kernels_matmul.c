@@ -361,6 +361,36 @@ TEST(colblocks_bitwise_per_block) {
         }
 }
 
+/* A row's result does not depend on the rows computed beside it: the kernels
+ * that run rows in pairs (float formats) or in groups of 8 (affine, AVX-512)
+ * give each row, bitwise, what a one-row view of it gives. Odd row counts
+ * and widths past the vector and group steps; K = 12300 for the float pairs'
+ * wide-x case. */
+TEST(rows_independent_of_neighbours) {
+    const struct {
+        k3_wfmt fmt;
+        int bits, group;
+        int64_t K;
+    } c[] = {{K3_W_F32, 0, 0, 8 * 37 + 5}, {K3_W_F16, 0, 0, 203},     {K3_W_BF16, 0, 0, 12300},
+             {K3_W_BF16, 0, 0, 8 * 32},    {K3_W_MXFP4, 4, 32, 224},  {K3_W_AFFINE, 4, 64, 448},
+             {K3_W_AFFINE, 3, 32, 160},    {K3_W_AFFINE, 2, 64, 320}, {K3_W_AFFINE, 8, 64, 192}};
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        const int64_t K = c[i].K, R = 19;
+        owned_mat m = make_mat(c[i].fmt, R, K, c[i].bits, c[i].group, K3_W_BF16);
+        float *x = malloc(sizeof(float) * (size_t)K), all[19], one[19];
+        for (int64_t j = 0; j < K; j++) x[j] = (float)(t_rand() * 2 - 1);
+        k3_matvec_serial(&m.w, x, all);
+        for (int64_t r = 0; r < R; r++) {
+            k3_wmat v = k3_wmat_rows(&m.w, r, 1);
+            k3_matvec_serial(&v, x, &one[r]);
+        }
+        CHECK(!memcmp(all, one, sizeof all), "%s/%d K %lld: a row differs from its one-row view",
+              k3_wfmt_name(c[i].fmt), c[i].bits, (long long)K);
+        free(x);
+        free_mat(&m);
+    }
+}
+
 /* A block that ends inside a 16-lane block never uses the next block's
  * scales: with an infinite scale in block 1's first group of some rows,
  * block 0 stays finite and equal to its column view's product (its padding
@@ -711,6 +741,7 @@ int main(void) {
     RUN(affine_decode_awkward_cols);
     RUN(sliced_views_vs_ref);
     RUN(colblocks_bitwise_per_block);
+    RUN(rows_independent_of_neighbours);
     RUN(colblocks_partial_block_ignores_next_scales);
     RUN(few_colblocks_bitwise_per_block);
     RUN(large_threaded_vs_ref);

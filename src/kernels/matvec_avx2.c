@@ -62,6 +62,59 @@ K3_AVX2_INLINE float dot_float_row(k3_wfmt fmt, const uint8_t *row, const float 
     return s;
 }
 
+/* dot_float_row of two rows at once, *s0 and *s1 bit for bit what it gives
+ * each: every row keeps its own accumulators and instruction order, and the
+ * two share each load of x. Past K of about 8192 x (4 bytes a column) leaves
+ * L1, and one row at a time read 2 bytes of it from L2 per weight byte
+ * (bf16 at K=12288: 21-24 GB/s on one core against 27-33 at K=7168).
+ * Prefetches past a row's end (pf_end bytes from its start) move pf_jump
+ * bytes on, to the rows read next (see AFFINE_ROWS_VEC in
+ * matvec_affine_avx512.c); straight on, row 0's fell into row 1. */
+K3_AVX2_INLINE void dot_float_rows2(k3_wfmt fmt, const uint8_t *r0, const uint8_t *r1,
+                                    const float *x, int64_t K, int64_t pf_end, int64_t pf_jump,
+                                    float *s0, float *s1) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+    int64_t c = 0;
+#define DEC(row, cc)                                                                               \
+    (fmt == K3_W_F32   ? k3_dec8_f32(row, cc)                                                      \
+     : fmt == K3_W_F16 ? k3_dec8_f16(row, cc)                                                      \
+                       : k3_dec8_bf16(row, cc))
+    const int esz = fmt == K3_W_F32 ? 4 : 2;
+    for (; c + 32 <= K; c += 32) {
+        int64_t pf = c * esz + K3_PF_STREAM_BYTES;
+        if (pf >= pf_end) pf += pf_jump;
+        _mm_prefetch((const char *)r0 + pf, _MM_HINT_T0);
+        _mm_prefetch((const char *)r1 + pf, _MM_HINT_T0);
+        if (esz == 4) {
+            _mm_prefetch((const char *)r0 + pf + 64, _MM_HINT_T0);
+            _mm_prefetch((const char *)r1 + pf + 64, _MM_HINT_T0);
+        }
+        const __m256 x0 = _mm256_loadu_ps(x + c), x1 = _mm256_loadu_ps(x + c + 8),
+                     x2 = _mm256_loadu_ps(x + c + 16), x3 = _mm256_loadu_ps(x + c + 24);
+        a0 = _mm256_fmadd_ps(DEC(r0, c), x0, a0);
+        b0 = _mm256_fmadd_ps(DEC(r1, c), x0, b0);
+        a1 = _mm256_fmadd_ps(DEC(r0, c + 8), x1, a1);
+        b1 = _mm256_fmadd_ps(DEC(r1, c + 8), x1, b1);
+        a2 = _mm256_fmadd_ps(DEC(r0, c + 16), x2, a2);
+        b2 = _mm256_fmadd_ps(DEC(r1, c + 16), x2, b2);
+        a3 = _mm256_fmadd_ps(DEC(r0, c + 24), x3, a3);
+        b3 = _mm256_fmadd_ps(DEC(r1, c + 24), x3, b3);
+    }
+    for (; c + 8 <= K; c += 8) {
+        const __m256 xc = _mm256_loadu_ps(x + c);
+        a0 = _mm256_fmadd_ps(DEC(r0, c), xc, a0);
+        b0 = _mm256_fmadd_ps(DEC(r1, c), xc, b0);
+    }
+#undef DEC
+    float t0 = k3_hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    float t1 = k3_hsum256(_mm256_add_ps(_mm256_add_ps(b0, b1), _mm256_add_ps(b2, b3)));
+    for (int64_t j = c; j < K; j++) t0 += k3_wmat_elt(fmt, r0, j) * x[j];
+    for (int64_t j = c; j < K; j++) t1 += k3_wmat_elt(fmt, r1, j) * x[j];
+    *s0 = t0;
+    *s1 = t1;
+}
+
 void k3_parallel_rows(const k3_rows_ctx *c, k3_rows_fn fn) {
     const int64_t R = c->W->rows, nb = (R + 15) / 16;
     if (R * c->W->cols < K3_PAR_MIN_WEIGHTS || k3_kernels_serial()) {
@@ -91,10 +144,26 @@ void k3_parallel_rows(const k3_rows_ctx *c, k3_rows_fn fn) {
     }
 }
 
+/* Rows in pairs (dot_float_rows2), prefetching into the next pair. */
+#define FLOAT_ROWS2(FMT)                                                                           \
+    for (; r + 2 <= r1; r += 2) {                                                                  \
+        const uint8_t *row = W->data + (size_t)r * W->row_stride;                                  \
+        dot_float_rows2(FMT, row, row + W->row_stride, c->x, K, rb,                                \
+                        r + 4 <= W->rows ? 2 * st - rb : 0, &c->y[r], &c->y[r + 1]);               \
+    }
+
 K3_AVX2 static void float_rows(const k3_rows_ctx *c, int64_t r0, int64_t r1) {
     const k3_wmat *W = c->W;
-    const int64_t K = W->cols;
-    for (int64_t r = r0; r < r1; r++) {
+    const int64_t K = W->cols, st = (int64_t)W->row_stride;
+    const int64_t rb = K * (W->fmt == K3_W_F32 ? 4 : 2);
+    int64_t r = r0;
+    if (W->fmt == K3_W_F32)
+        FLOAT_ROWS2(K3_W_F32)
+    else if (W->fmt == K3_W_F16)
+        FLOAT_ROWS2(K3_W_F16)
+    else
+        FLOAT_ROWS2(K3_W_BF16)
+    for (; r < r1; r++) {
         const uint8_t *row = W->data + (size_t)r * W->row_stride;
         if (W->fmt == K3_W_F32)
             c->y[r] = dot_float_row(K3_W_F32, row, c->x, K);
@@ -107,9 +176,28 @@ K3_AVX2 static void float_rows(const k3_rows_ctx *c, int64_t r0, int64_t r1) {
 
 K3_AVX2 void k3_matvec_avx2_float_colblocks(const k3_wmat *W, int nb, const float *const *xb,
                                             float *const *y) {
-    const int64_t bc = W->cols / nb;
+    const int64_t bc = W->cols / nb, st = (int64_t)W->row_stride;
     const size_t esz = W->fmt == K3_W_F32 ? 4 : 2;
-    for (int64_t r = 0; r < W->rows; r++) {
+    const int64_t L = W->cols * (int64_t)esz, bB = bc * (int64_t)esz;
+    int64_t r = 0;
+    for (; r + 2 <= W->rows; r += 2) { /* pairs of rows share x (dot_float_rows2) */
+        const uint8_t *row = W->data + (size_t)r * W->row_stride;
+        const int64_t jump = r + 4 <= W->rows ? 2 * st - L : 0; /* after the last block */
+        for (int b = 0; b < nb; b++) {
+            const uint8_t *seg = row + b * bB;
+            const int64_t end = L - b * bB;
+            if (W->fmt == K3_W_F32)
+                dot_float_rows2(K3_W_F32, seg, seg + st, xb[b], bc, end, jump, &y[b][r],
+                                &y[b][r + 1]);
+            else if (W->fmt == K3_W_F16)
+                dot_float_rows2(K3_W_F16, seg, seg + st, xb[b], bc, end, jump, &y[b][r],
+                                &y[b][r + 1]);
+            else
+                dot_float_rows2(K3_W_BF16, seg, seg + st, xb[b], bc, end, jump, &y[b][r],
+                                &y[b][r + 1]);
+        }
+    }
+    for (; r < W->rows; r++) {
         const uint8_t *row = W->data + (size_t)r * W->row_stride;
         for (int b = 0; b < nb; b++) {
             const uint8_t *seg = row + (size_t)(b * bc) * esz;
