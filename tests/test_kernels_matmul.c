@@ -314,6 +314,9 @@ static const colblock_case colblock_cases[] = {
     {K3_W_BF16, 0, 0, 8 * 203},
     {K3_W_BF16, 0, 0, 3 * 1024},
     {K3_W_BF16, 0, 0, 8 * 32},
+    /* from 8192 columns the float formats go in pairs of rows */
+    {K3_W_BF16, 0, 0, 8 * 1040},
+    {K3_W_F16, 0, 0, 8 * 1027},
     {K3_W_MXFP4, 4, 32, 8 * 96},
     {K3_W_AFFINE, 4, 64, 8 * 128},
     {K3_W_AFFINE, 3, 32, 4 * 96},

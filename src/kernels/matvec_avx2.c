@@ -144,9 +144,14 @@ void k3_parallel_rows(const k3_rows_ctx *c, k3_rows_fn fn) {
     }
 }
 
+/* Rows from K3_FLOAT_PAIR_COLS columns on (x of 32 KiB and more, past what
+ * streaming leaves of L1) go in pairs; narrower ones one at a time, which
+ * measured as fast there and kept 2-thread decode where it was. */
+#define K3_FLOAT_PAIR_COLS 8192
+
 /* Rows in pairs (dot_float_rows2), prefetching into the next pair. */
 #define FLOAT_ROWS2(FMT)                                                                           \
-    for (; r + 2 <= r1; r += 2) {                                                                  \
+    for (; K >= K3_FLOAT_PAIR_COLS && r + 2 <= r1; r += 2) {                                       \
         const uint8_t *row = W->data + (size_t)r * W->row_stride;                                  \
         dot_float_rows2(FMT, row, row + W->row_stride, c->x, K, rb,                                \
                         r + 4 <= W->rows ? 2 * st - rb : 0, &c->y[r], &c->y[r + 1]);               \
@@ -180,7 +185,7 @@ K3_AVX2 void k3_matvec_avx2_float_colblocks(const k3_wmat *W, int nb, const floa
     const size_t esz = W->fmt == K3_W_F32 ? 4 : 2;
     const int64_t L = W->cols * (int64_t)esz, bB = bc * (int64_t)esz;
     int64_t r = 0;
-    for (; r + 2 <= W->rows; r += 2) { /* pairs of rows share x (dot_float_rows2) */
+    for (; W->cols >= K3_FLOAT_PAIR_COLS && r + 2 <= W->rows; r += 2) { /* pairs share x */
         const uint8_t *row = W->data + (size_t)r * W->row_stride;
         const int64_t jump = r + 4 <= W->rows ? 2 * st - L : 0; /* after the last block */
         for (int b = 0; b < nb; b++) {
