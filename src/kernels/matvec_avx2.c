@@ -66,7 +66,7 @@ K3_AVX2_INLINE float dot_float_row(k3_wfmt fmt, const uint8_t *row, const float 
  * each: every row keeps its own accumulators and instruction order, and the
  * two share each load of x. Past K of about 8192 x (4 bytes a column) leaves
  * L1, and one row at a time read 2 bytes of it from L2 per weight byte
- * (bf16 at K=12288: 21-24 GB/s on one core against 27-33 at K=7168).
+ * (bf16 at K=12288: 20-25 GB/s on one core against 34-40 at K=7168).
  * Prefetches past a row's end (pf_end bytes from its start) move pf_jump
  * bytes on, to the rows read next (see AFFINE_ROWS_VEC in
  * matvec_affine_avx512.c); straight on, row 0's fell into row 1. */
