@@ -115,6 +115,19 @@ K3_AVX2_INLINE void dot_float_rows2(k3_wfmt fmt, const uint8_t *r0, const uint8_
     *s1 = t1;
 }
 
+/* dot_float_rows2 for W's format (each branch a constant-format copy). */
+K3_AVX2_INLINE void dot_float_rows2_of(const k3_wmat *W, const uint8_t *r0, const float *x,
+                                       int64_t K, int64_t pf_end, int64_t pf_jump, float *s0,
+                                       float *s1) {
+    const uint8_t *r1 = r0 + W->row_stride;
+    if (W->fmt == K3_W_F32)
+        dot_float_rows2(K3_W_F32, r0, r1, x, K, pf_end, pf_jump, s0, s1);
+    else if (W->fmt == K3_W_F16)
+        dot_float_rows2(K3_W_F16, r0, r1, x, K, pf_end, pf_jump, s0, s1);
+    else
+        dot_float_rows2(K3_W_BF16, r0, r1, x, K, pf_end, pf_jump, s0, s1);
+}
+
 void k3_parallel_rows(const k3_rows_ctx *c, k3_rows_fn fn) {
     const int64_t R = c->W->rows, nb = (R + 15) / 16;
     if (R * c->W->cols < K3_PAR_MIN_WEIGHTS || k3_kernels_serial()) {
@@ -149,25 +162,14 @@ void k3_parallel_rows(const k3_rows_ctx *c, k3_rows_fn fn) {
  * measured as fast there and kept 2-thread decode where it was. */
 #define K3_FLOAT_PAIR_COLS 8192
 
-/* Rows in pairs (dot_float_rows2), prefetching into the next pair. */
-#define FLOAT_ROWS2(FMT)                                                                           \
-    for (; K >= K3_FLOAT_PAIR_COLS && r + 2 <= r1; r += 2) {                                       \
-        const uint8_t *row = W->data + (size_t)r * W->row_stride;                                  \
-        dot_float_rows2(FMT, row, row + W->row_stride, c->x, K, rb,                                \
-                        r + 4 <= W->rows ? 2 * st - rb : 0, &c->y[r], &c->y[r + 1]);               \
-    }
-
 K3_AVX2 static void float_rows(const k3_rows_ctx *c, int64_t r0, int64_t r1) {
     const k3_wmat *W = c->W;
     const int64_t K = W->cols, st = (int64_t)W->row_stride;
     const int64_t rb = K * (W->fmt == K3_W_F32 ? 4 : 2);
     int64_t r = r0;
-    if (W->fmt == K3_W_F32)
-        FLOAT_ROWS2(K3_W_F32)
-    else if (W->fmt == K3_W_F16)
-        FLOAT_ROWS2(K3_W_F16)
-    else
-        FLOAT_ROWS2(K3_W_BF16)
+    for (; K >= K3_FLOAT_PAIR_COLS && r + 2 <= r1; r += 2) /* prefetching into the next pair */
+        dot_float_rows2_of(W, W->data + (size_t)r * W->row_stride, c->x, K, rb,
+                           r + 4 <= W->rows ? 2 * st - rb : 0, &c->y[r], &c->y[r + 1]);
     for (; r < r1; r++) {
         const uint8_t *row = W->data + (size_t)r * W->row_stride;
         if (W->fmt == K3_W_F32)
@@ -188,19 +190,9 @@ K3_AVX2 void k3_matvec_avx2_float_colblocks(const k3_wmat *W, int nb, const floa
     for (; W->cols >= K3_FLOAT_PAIR_COLS && r + 2 <= W->rows; r += 2) { /* pairs share x */
         const uint8_t *row = W->data + (size_t)r * W->row_stride;
         const int64_t jump = r + 4 <= W->rows ? 2 * st - L : 0; /* after the last block */
-        for (int b = 0; b < nb; b++) {
-            const uint8_t *seg = row + b * bB;
-            const int64_t end = L - b * bB;
-            if (W->fmt == K3_W_F32)
-                dot_float_rows2(K3_W_F32, seg, seg + st, xb[b], bc, end, jump, &y[b][r],
-                                &y[b][r + 1]);
-            else if (W->fmt == K3_W_F16)
-                dot_float_rows2(K3_W_F16, seg, seg + st, xb[b], bc, end, jump, &y[b][r],
-                                &y[b][r + 1]);
-            else
-                dot_float_rows2(K3_W_BF16, seg, seg + st, xb[b], bc, end, jump, &y[b][r],
-                                &y[b][r + 1]);
-        }
+        for (int b = 0; b < nb; b++)
+            dot_float_rows2_of(W, row + b * bB, xb[b], bc, L - b * bB, jump, &y[b][r],
+                               &y[b][r + 1]);
     }
     for (; r < W->rows; r++) {
         const uint8_t *row = W->data + (size_t)r * W->row_stride;
