@@ -9,6 +9,7 @@
  * for the sums and for the weighted sum, and every thread forms the same
  * softmax from the shared chunk sums. Both give the bits of one thread. */
 #include "kernels/cpu.h"
+#include "base/par.h"
 #include "model/model.h"
 
 #include <immintrin.h>
@@ -156,10 +157,11 @@ static void mix_one_split(float *const *R, int n, const float *p, const float *w
     }
 }
 
-static void mix_tokens(float *const *R, int n, const float *p, const float *w, int64_t T, int64_t D,
-                       double eps, float *out) {
+/* The tokens of mix_tokens, shared by the threads of a region or, called
+ * outside one, all on the calling thread (the orphaned `omp for`). */
+static void mix_token_rows(float *const *R, int n, const float *p, const float *w, int64_t T,
+                           int64_t D, double eps, float *out) {
     int nc = (int)((D + ATTNRES_CHUNK - 1) / ATTNRES_CHUNK);
-#pragma omp parallel if (T * D * (n + 1) >= 32768)
     {
         double part_s[2 * 64 * 32], wt_s[64];
         double *part = part_s, *wt = wt_s;
@@ -173,6 +175,16 @@ static void mix_tokens(float *const *R, int n, const float *p, const float *w, i
         for (int64_t t = 0; t < T; t++) mix_token(R, n, p, w, t, D, eps, part, wt, out);
         free(heap);
     }
+}
+
+static void mix_tokens(float *const *R, int n, const float *p, const float *w, int64_t T, int64_t D,
+                       double eps, float *out) {
+    if (!k3_par_worth(T * D * (n + 1) >= 32768)) { /* no region of one thread (base/par.h) */
+        mix_token_rows(R, n, p, w, T, D, eps, out);
+        return;
+    }
+#pragma omp parallel
+    mix_token_rows(R, n, p, w, T, D, eps, out);
 }
 
 void k3_attnres_mix(float *const *R, int n, const float *p, const float *w, int64_t T, int64_t D,

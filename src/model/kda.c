@@ -7,6 +7,7 @@
  * serial elementwise loop leaves a thread waiting. Activations live in a
  * grow-only per-thread scratch buffer: no allocation per call. */
 #include "model/kda.h"
+#include "base/par.h"
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
 #include "kernels/mvset.h"
@@ -95,21 +96,48 @@ static void conv_item(float *z, int64_t T, int64_t ld, int64_t c0, int64_t n, co
     for (int64_t c = c0; c < c0 + n; c++) conv_channel(z + c, T, ld, w + c * K, K, state + c, sld);
 }
 
+/* k3_kda_conv's work, shared by a region's threads or, called outside one,
+ * all on the calling thread (its `omp for` loops are orphaned). */
+static void conv_silu(float *z, int64_t T, int64_t ld, int64_t col0, int64_t C, const float *w,
+                      int K, float *state, int64_t sld) {
+    const int64_t items = (C + 7) / 8;
+#pragma omp for schedule(static)
+    for (int64_t it = 0; it < items; it++) {
+        int64_t c0 = it * 8, n = C - c0 < 8 ? C - c0 : 8;
+        conv_item(z + col0, T, ld, c0, n, w, K, state + col0, sld);
+    }
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < T; t++) k3_vsilu(z + t * ld + col0, z + t * ld + col0, C);
+}
+
 /* Causal depthwise conv over [state; z] for C channels, then SiLU, in place on z.
  * state holds the last K-1 pre-conv inputs (oldest first) and is updated.
  * z is [T, ld] with this block's channels at column offset col0. */
 void k3_kda_conv(float *z, int64_t T, int64_t ld, int64_t col0, int64_t C, const float *w, int K,
                  float *state, int64_t sld) {
-    const int64_t items = (C + 7) / 8;
+    if (!k3_par_worth(1)) { /* no region of one thread (base/par.h) */
+        conv_silu(z, T, ld, col0, C, w, K, state, sld);
+        return;
+    }
 #pragma omp parallel
-    {
+    conv_silu(z, T, ld, col0, C, w, K, state, sld);
+}
+
+/* kda_conv3's work for the calling thread (all of it outside a region). */
+static void conv3_silu(float *const zb[3], const k3_segs *sg, int64_t T, int64_t P, const float *w,
+                       int K) {
+    const int64_t per = (P + 7) / 8, items = 3 * per; /* items per buffer and per sequence */
 #pragma omp for schedule(static)
-        for (int64_t it = 0; it < items; it++) {
-            int64_t c0 = it * 8, n = C - c0 < 8 ? C - c0 : 8;
-            conv_item(z + col0, T, ld, c0, n, w, K, state + col0, sld);
-        }
+    for (int64_t it = 0; it < sg->n * items; it++) {
+        int64_t s = it / items, r = it % items;
+        int64_t b = r / per, c0 = (r % per) * 8, n = P - c0 < 8 ? P - c0 : 8;
+        int64_t t0 = sg->off[s], ts = sg->off[s + 1] - t0;
+        conv_item(zb[b] + t0 * P, ts, P, c0, n, w + b * P * K, K, sg->c[s]->conv + b * P, 3 * P);
+    }
 #pragma omp for schedule(static)
-        for (int64_t t = 0; t < T; t++) k3_vsilu(z + t * ld + col0, z + t * ld + col0, C);
+    for (int64_t r = 0; r < 3 * T; r++) {
+        float *row = zb[r % 3] + (r / 3) * P;
+        k3_vsilu(row, row, P);
     }
 }
 
@@ -119,23 +147,12 @@ void k3_kda_conv(float *z, int64_t T, int64_t ld, int64_t col0, int64_t C, const
  * (sequence, buffer, 8 channels) split over the threads. */
 static void kda_conv3(float *const zb[3], const k3_segs *sg, int64_t T, int64_t P, const float *w,
                       int K) {
-    const int64_t per = (P + 7) / 8, items = 3 * per; /* items per buffer and per sequence */
-#pragma omp parallel
-    {
-#pragma omp for schedule(static)
-        for (int64_t it = 0; it < sg->n * items; it++) {
-            int64_t s = it / items, r = it % items;
-            int64_t b = r / per, c0 = (r % per) * 8, n = P - c0 < 8 ? P - c0 : 8;
-            int64_t t0 = sg->off[s], ts = sg->off[s + 1] - t0;
-            conv_item(zb[b] + t0 * P, ts, P, c0, n, w + b * P * K, K, sg->c[s]->conv + b * P,
-                      3 * P);
-        }
-#pragma omp for schedule(static)
-        for (int64_t r = 0; r < 3 * T; r++) {
-            float *row = zb[r % 3] + (r / 3) * P;
-            k3_vsilu(row, row, P);
-        }
+    if (!k3_par_worth(1)) { /* no region of one thread (base/par.h) */
+        conv3_silu(zb, sg, T, P, w, K);
+        return;
     }
+#pragma omp parallel
+    conv3_silu(zb, sg, T, P, w, K);
 }
 
 /* One gated delta-rule step for one head: S [dv, dk] (row i = value index). */
@@ -300,31 +317,39 @@ static kda_bufs kda_scratch(int64_t T, int64_t P, int H, int hd) {
  * gated output norm. Heads (of every sequence of sg) are independent, so they
  * split over threads and every head runs the same instructions whatever the
  * thread count or batch. */
+/* One head of one sequence of kda_heads, token by token. */
+static void kda_head(const k3_config *cf, const k3_kda_w *w, const k3_segs *sg, const kda_bufs *b,
+                     int64_t sh, int vec, float qscale) {
+    int H = cf->kda_heads, hd = cf->kda_head_dim;
+    int64_t P = (int64_t)H * hd, s = sh / H;
+    int h = (int)(sh % H);
+    float *S = sg->c[s]->S + (int64_t)h * hd * hd;
+    for (int64_t t = sg->off[s]; t < sg->off[s + 1]; t++) {
+        int64_t o = t * P + (int64_t)h * hd;
+        float *q = b->q + o, *k = b->k + o, *a = b->a + o;
+        k3_l2norm_scaled(q, hd, 1e-6, qscale);
+        k3_l2norm_scaled(k, hd, 1e-6, 1.0f);
+        kda_decay_head(cf, w, h, a);
+        float beta = k3_sigmoid(b->beta[t * H + h]);
+        if (vec)
+            k3_kda_step_avx2(S, hd, hd, q, k, b->v + o, a, beta, b->y + o);
+        else
+            k3_kda_step_ref(S, hd, hd, q, k, b->v + o, a, beta, b->y + o);
+        kda_gate_out(cf, w, b->y + o, b->g + o);
+    }
+}
+
 static void kda_heads(const k3_config *cf, const k3_kda_w *w, const k3_segs *sg,
                       const kda_bufs *b) {
-    int H = cf->kda_heads, hd = cf->kda_head_dim;
-    int64_t P = (int64_t)H * hd;
-    int vec = kda_vector_step(hd);
-    float qscale = 1.0f / sqrtf((float)hd);
-#pragma omp parallel for schedule(dynamic, 1) /* a preempted thread's heads go to the other */
-    for (int64_t sh = 0; sh < (int64_t)sg->n * H; sh++) {
-        int64_t s = sh / H;
-        int h = (int)(sh % H);
-        float *S = sg->c[s]->S + (int64_t)h * hd * hd;
-        for (int64_t t = sg->off[s]; t < sg->off[s + 1]; t++) {
-            int64_t o = t * P + (int64_t)h * hd;
-            float *q = b->q + o, *k = b->k + o, *a = b->a + o;
-            k3_l2norm_scaled(q, hd, 1e-6, qscale);
-            k3_l2norm_scaled(k, hd, 1e-6, 1.0f);
-            kda_decay_head(cf, w, h, a);
-            float beta = k3_sigmoid(b->beta[t * H + h]);
-            if (vec)
-                k3_kda_step_avx2(S, hd, hd, q, k, b->v + o, a, beta, b->y + o);
-            else
-                k3_kda_step_ref(S, hd, hd, q, k, b->v + o, a, beta, b->y + o);
-            kda_gate_out(cf, w, b->y + o, b->g + o);
-        }
+    const int64_t n = (int64_t)sg->n * cf->kda_heads;
+    const int vec = kda_vector_step(cf->kda_head_dim);
+    const float qscale = 1.0f / sqrtf((float)cf->kda_head_dim);
+    if (!k3_par_worth(1)) { /* no region of one thread (base/par.h) */
+        for (int64_t sh = 0; sh < n; sh++) kda_head(cf, w, sg, b, sh, vec, qscale);
+        return;
     }
+#pragma omp parallel for schedule(dynamic, 1) /* a preempted thread's heads go to the other */
+    for (int64_t sh = 0; sh < n; sh++) kda_head(cf, w, sg, b, sh, vec, qscale);
 }
 
 static void kda_products(const k3_config *cf, const k3_kda_w *w, const k3_segs *sg, const float *x,

@@ -15,6 +15,7 @@
  * bitwise that of one thread. Temporaries live in the model's workspace. */
 #include "base/err.h"
 #include "base/mem.h"
+#include "base/par.h"
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
 #include "kernels/mvset.h"
@@ -264,7 +265,14 @@ MLA_AVX2 static void tmatmul_block_avx2(const k3_wmat *W, const float *X, int64_
 /* The transposed product with blocks of tokens over the threads. */
 static void tmatmul_fast(const k3_wmat *W, const float *X, int64_t T, float *Y) {
     int64_t nblk = (T + TMAT_TOKENS - 1) / TMAT_TOKENS;
-#pragma omp parallel for schedule(dynamic, 1) if (nblk > 1)
+    if (!k3_par_worth(nblk > 1)) { /* no region of one thread (base/par.h) */
+        for (int64_t b = 0; b < nblk; b++) {
+            int64_t t1 = (b + 1) * TMAT_TOKENS;
+            tmatmul_block_avx2(W, X, b * TMAT_TOKENS, t1 < T ? t1 : T, Y);
+        }
+        return;
+    }
+#pragma omp parallel for schedule(dynamic, 1)
     for (int64_t b = 0; b < nblk; b++) {
         int64_t t1 = (b + 1) * TMAT_TOKENS;
         tmatmul_block_avx2(W, X, b * TMAT_TOKENS, t1 < T ? t1 : T, Y);
@@ -311,7 +319,12 @@ static void absorb_one_row(const k3_mla_w *w, int nh, const float *qn, int nope,
             uk_apply(w, h, qn + (int64_t)h * nope, 1, qa + (int64_t)h * r, 1);
         return;
     }
-#pragma omp parallel for schedule(static) if ((int64_t)nh * nope * r >= 65536)
+    if (!k3_par_worth((int64_t)nh * nope * r >= 65536)) {
+        for (int h = 0; h < nh; h++)
+            tmatmul_block_avx2(&w->uk[h], qn + (int64_t)h * nope, 0, 1, qa + (int64_t)h * r);
+        return;
+    }
+#pragma omp parallel for schedule(static)
     for (int h = 0; h < nh; h++)
         tmatmul_block_avx2(&w->uk[h], qn + (int64_t)h * nope, 0, 1, qa + (int64_t)h * r);
 }
@@ -384,8 +397,11 @@ static void attend_pair(const pair_job *j, int64_t i, float *p, int ref) {
 static void attend_pairs(const pair_job *j, int64_t npairs) {
     int ref = use_ref();
     int64_t N = j->c->n;
-    int par = (double)npairs * (double)N >= 256;
-#pragma omp parallel if (par)
+    if (!k3_par_worth((double)npairs * (double)N >= 256)) { /* no region of one thread */
+        for (int64_t i = 0; i < npairs; i++) attend_pair(j, i, j->pbuf, ref);
+        return;
+    }
+#pragma omp parallel
     {
         int tid = omp_get_thread_num(), nt = omp_get_num_threads();
         int64_t i0 = pairs_split(npairs, j->T, N - j->T, tid, nt);
@@ -500,7 +516,11 @@ static int absorbed_is_cheaper(const k3_config *c, int64_t T, int64_t N) {
 
 /* o[i] *= sigmoid(g[i]), threads splitting large products. */
 static void apply_gate(float *o, const float *g, int64_t n) {
-#pragma omp parallel for schedule(static) if (n >= 65536)
+    if (!k3_par_worth(n >= 65536)) {
+        for (int64_t i = 0; i < n; i++) o[i] *= k3_sigmoid(g[i]);
+        return;
+    }
+#pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; i++) o[i] *= k3_sigmoid(g[i]);
 }
 

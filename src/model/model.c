@@ -4,6 +4,7 @@
  *   dense MLP|MoE } → final AttnRes mix → final norm → lm_head. */
 #include "base/err.h"
 #include "base/mem.h"
+#include "base/par.h"
 #include "base/progress.h"
 #include "kernels/matmul.h"
 #include "model/model.h"
@@ -325,7 +326,11 @@ typedef struct {
 
 /* x += a over n floats. */
 static void add_into(float *x, const float *a, int64_t n) {
-#pragma omp parallel for schedule(static) if (n >= PAR_MIN_FLOATS)
+    if (!k3_par_worth(n >= PAR_MIN_FLOATS)) { /* no region of one thread (base/par.h) */
+        for (int64_t j = 0; j < n; j++) x[j] += a[j];
+        return;
+    }
+#pragma omp parallel for schedule(static)
     for (int64_t j = 0; j < n; j++) x[j] += a[j];
 }
 
@@ -396,7 +401,11 @@ static int check_tokens(const k3_model *m, const int32_t *tok, int64_t n) {
 
 static void embed_tokens(const k3_model *m, const int32_t *tokens, int64_t n, float *x) {
     int64_t D = m->c->hidden_size;
-#pragma omp parallel for schedule(static) if (n * D >= PAR_MIN_FLOATS)
+    if (!k3_par_worth(n * D >= PAR_MIN_FLOATS)) {
+        for (int64_t t = 0; t < n; t++) k3_wmat_row(&m->embed, tokens[t], 0, D, x + t * D);
+        return;
+    }
+#pragma omp parallel for schedule(static)
     for (int64_t t = 0; t < n; t++) k3_wmat_row(&m->embed, tokens[t], 0, D, x + t * D);
 }
 

@@ -14,6 +14,7 @@
 #include "model/moe.h"
 #include "model/prefetch.h"
 #include "base/mem.h"
+#include "base/par.h"
 #include "kernels/matmul.h"
 #include "kernels/vmath.h"
 #include "kernels/mvset.h"
@@ -261,6 +262,52 @@ static void run_block(const moe_job *j, int b, float *leaf) {
  *      as run_block does it, is rounded to its leaf, then the tree sum.
  * Every output element sees the arithmetic of run_block, so the bits are the
  * same (tests/test_model_*: TP and thread-count equality). */
+/* Steps 2 and 3 of run_routed_one_token for the calling thread of a region,
+ * or for all of it when called outside one (its worksharing constructs then
+ * run on the calling thread). */
+static void one_token_down(const moe_job *j, int nb, const int *sel, int k, const float *gu,
+                           float *d, k3_steal *st, int64_t per, float *const *leaf, float *ylat) {
+    const k3_moe_w *w = j->w;
+    const int64_t X = j->X, ml = j->ml, I = ml * nb;
+    const int64_t groups = (X + DOWN_GROUP - 1) / DOWN_GROUP;
+    const int tid = omp_get_thread_num();
+    int64_t it, got;
+    k3_prep_open(); /* gu stays put: each expert's input is prepared once a thread */
+    while ((it = k3_steal_next(st, tid, per, &got)) >= 0)
+        for (int64_t e_it = it + got; it < e_it;) { /* the run's piece in one expert */
+            const int i = (int)(it / groups);
+            const int64_t stop = (int64_t)(i + 1) * groups < e_it ? (i + 1) * groups : e_it;
+            const int64_t r0 = (it % groups) * DOWN_GROUP;
+            const int64_t r1 = (stop - (int64_t)i * groups) * DOWN_GROUP < X
+                                   ? (stop - (int64_t)i * groups) * DOWN_GROUP
+                                   : X;
+            const float *u = gu + (2 * i + 1) * I, *ub[K3_ROWPAR_BLOCKS];
+            float *y[K3_ROWPAR_BLOCKS];
+            for (int b = 0; b < nb; b++) {
+                ub[b] = u + b * ml;
+                y[b] = d + ((int64_t)i * nb + b) * X + r0;
+            }
+            k3_wmat Wv = k3_wmat_rows(&w->ed[sel[i]], r0, r1 - r0);
+            k3_matvec_colblocks_serial(&Wv, nb, ub, y);
+            it = stop;
+        }
+    k3_prep_close();
+#pragma omp barrier
+    double *y = k3_thread_buf(K3_TB_EXPERT_Y, sizeof(double) * DOWN_GROUP * 16);
+    const int64_t chunk = DOWN_GROUP * 16, nch = (X + chunk - 1) / chunk;
+#pragma omp for schedule(static) collapse(2)
+    for (int b = 0; b < nb; b++)
+        for (int64_t c = 0; c < nch; c++) {
+            const int64_t c0 = c * chunk, len = X - c0 < chunk ? X - c0 : chunk;
+            memset(y, 0, sizeof(double) * (size_t)len);
+            for (int i = 0; i < k; i++)
+                k3_vaxpy_d(y, (double)j->wt[j->start[sel[i]]], d + ((int64_t)i * nb + b) * X + c0,
+                           len);
+            for (int64_t r = 0; r < len; r++) leaf[b][c0 + r] = (float)y[r];
+        }
+    k3_tree_reduce_into(leaf, nb, X, ylat);
+}
+
 static void run_routed_one_token(const moe_job *j, int nb, float *const *leaf, float *ylat) {
     const k3_moe_w *w = j->w;
     const int E = j->m->c->num_experts;
@@ -288,45 +335,12 @@ static void run_routed_one_token(const moe_job *j, int nb, float *const *leaf, f
     const int64_t per = gb && gb < 65536 ? (int64_t)(65536 / gb) : 1;
     k3_steal st;
     k3_steal_init(&st, omp_get_max_threads(), k * groups, NULL);
-#pragma omp parallel if (omp_get_max_threads() > 1) /* no one-thread region */
-    {
-        const int tid = omp_get_thread_num();
-        int64_t it, got;
-        k3_prep_open(); /* gu stays put: each expert's input is prepared once a thread */
-        while ((it = k3_steal_next(&st, tid, per, &got)) >= 0)
-            for (int64_t e_it = it + got; it < e_it;) { /* the run's piece in one expert */
-                const int i = (int)(it / groups);
-                const int64_t stop = (int64_t)(i + 1) * groups < e_it ? (i + 1) * groups : e_it;
-                const int64_t r0 = (it % groups) * DOWN_GROUP;
-                const int64_t r1 = (stop - (int64_t)i * groups) * DOWN_GROUP < X
-                                       ? (stop - (int64_t)i * groups) * DOWN_GROUP
-                                       : X;
-                const float *u = gu + (2 * i + 1) * I, *ub[K3_ROWPAR_BLOCKS];
-                float *y[K3_ROWPAR_BLOCKS];
-                for (int b = 0; b < nb; b++) {
-                    ub[b] = u + b * ml;
-                    y[b] = d + ((int64_t)i * nb + b) * X + r0;
-                }
-                k3_wmat Wv = k3_wmat_rows(&w->ed[sel[i]], r0, r1 - r0);
-                k3_matvec_colblocks_serial(&Wv, nb, ub, y);
-                it = stop;
-            }
-        k3_prep_close();
-#pragma omp barrier
-        double *y = k3_thread_buf(K3_TB_EXPERT_Y, sizeof(double) * DOWN_GROUP * 16);
-        const int64_t chunk = DOWN_GROUP * 16, nch = (X + chunk - 1) / chunk;
-#pragma omp for schedule(static) collapse(2)
-        for (int b = 0; b < nb; b++)
-            for (int64_t c = 0; c < nch; c++) {
-                const int64_t c0 = c * chunk, len = X - c0 < chunk ? X - c0 : chunk;
-                memset(y, 0, sizeof(double) * (size_t)len);
-                for (int i = 0; i < k; i++)
-                    k3_vaxpy_d(y, (double)j->wt[j->start[sel[i]]],
-                               d + ((int64_t)i * nb + b) * X + c0, len);
-                for (int64_t r = 0; r < len; r++) leaf[b][c0 + r] = (float)y[r];
-            }
-        k3_tree_reduce_into(leaf, nb, X, ylat);
+    if (!k3_par_worth(1)) { /* no region of one thread (base/par.h) */
+        one_token_down(j, nb, sel, k, gu, d, &st, per, leaf, ylat);
+        return;
     }
+#pragma omp parallel
+    one_token_down(j, nb, sel, k, gu, d, &st, per, leaf, ylat);
 }
 
 /* Tokens up to which a step's experts take the schedule over whole rows

@@ -3,6 +3,7 @@
  * K3_KERNELS=ref). */
 #include "model/ops.h"
 #include "base/mem.h"
+#include "base/par.h"
 #include "kernels/vmath.h"
 
 #include <omp.h>
@@ -15,7 +16,7 @@
 #define OPS_PAR_MIN 16384
 
 void k3_situ_vec(float *u, const float *g, int64_t n, float beta, float lbeta) {
-    if (n < OPS_PAR_MIN || omp_in_parallel()) {
+    if (!k3_par_worth(n >= OPS_PAR_MIN)) {
         k3_vsitu(u, g, n, beta, lbeta);
         return;
     }
@@ -39,7 +40,11 @@ void k3_rmsnorm(const float *x, int64_t n, const float *w, double eps, float *ou
 /* Rows split over threads when there are several and enough work; each row is
  * computed the same way whatever the split. */
 void k3_rmsnorm_rows(const float *x, int64_t T, int64_t n, const float *w, double eps, float *out) {
-#pragma omp parallel for schedule(static) if (T > 1 && T * n >= OPS_PAR_MIN && !omp_in_parallel())
+    if (!k3_par_worth(T > 1 && T * n >= OPS_PAR_MIN)) { /* no region of one thread */
+        for (int64_t t = 0; t < T; t++) k3_rmsnorm(x + t * n, n, w, eps, out + t * n);
+        return;
+    }
+#pragma omp parallel for schedule(static)
     for (int64_t t = 0; t < T; t++) k3_rmsnorm(x + t * n, n, w, eps, out + t * n);
 }
 

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "base/mem.h"
+#include "base/par.h"
 #include "kernels/matmul.h"
 #include "kernels/scratch.h"
 #include "kernels/steal.h"
@@ -138,6 +139,26 @@ static int chunks_per_block(int nb, int64_t R) {
     return want < max_chunks ? want : (int)max_chunks;
 }
 
+/* The calling thread's part of one_token_stealing: its claims, then its
+ * share of the tree sum (all of both when called outside a region). */
+static void one_token_claims(const k3_wmat *W, int nb, const float *const *xb, float *const *leaf,
+                             float *Y, k3_steal *st, int64_t per) {
+    const int64_t R = W->rows;
+    const int tid = omp_get_thread_num();
+    int64_t i, got;
+    k3_prep_open(); /* xb stays put: its blocks are prepared once a thread (scratch.h) */
+    while ((i = k3_steal_next(st, tid, per, &got)) >= 0) {
+        const int64_t r0 = i * 16, r1 = (i + got) * 16 < R ? (i + got) * 16 : R;
+        float *y[K3_ROWPAR_BLOCKS];
+        for (int b = 0; b < nb; b++) y[b] = leaf[b] + r0;
+        k3_wmat Wv = k3_wmat_rows(W, r0, r1 - r0);
+        k3_matvec_colblocks_serial(&Wv, nb, xb, y);
+    }
+    k3_prep_close();
+#pragma omp barrier
+    k3_tree_reduce_into(leaf, nb, R, Y);
+}
+
 /* One token: 16-row groups of W in contiguous per-thread shares taken from
  * the front and stolen from the back once a thread is done
  * (kernels/steal.h), ~64 KiB of weights a claim. A claimed run of rows is
@@ -156,22 +177,12 @@ static void one_token_stealing(const k3_wmat *W, int nb, const float *const *xb,
     const int64_t per = gb && gb < 65536 ? (int64_t)(65536 / gb) : 1;
     k3_steal st;
     k3_steal_init(&st, omp_get_max_threads(), g, NULL);
-#pragma omp parallel
-    {
-        const int tid = omp_get_thread_num();
-        int64_t i, got;
-        k3_prep_open(); /* xb stays put: its blocks are prepared once a thread (scratch.h) */
-        while ((i = k3_steal_next(&st, tid, per, &got)) >= 0) {
-            const int64_t r0 = i * 16, r1 = (i + got) * 16 < R ? (i + got) * 16 : R;
-            float *y[K3_ROWPAR_BLOCKS];
-            for (int b = 0; b < nb; b++) y[b] = leaf[b] + r0;
-            k3_wmat Wv = k3_wmat_rows(W, r0, r1 - r0);
-            k3_matvec_colblocks_serial(&Wv, nb, xb, y);
-        }
-        k3_prep_close();
-#pragma omp barrier
-        k3_tree_reduce_into(leaf, nb, R, Y);
+    if (!k3_par_worth(1)) { /* no region of one thread (base/par.h) */
+        one_token_claims(W, nb, xb, leaf, Y, &st, per);
+        return;
     }
+#pragma omp parallel
+    one_token_claims(W, nb, xb, leaf, Y, &st, per);
 }
 
 /* n tokens (n <= TCHUNK) of the blocked product into Y [n, R]. */
@@ -202,7 +213,12 @@ static void rowpar_pass(const k3_wmat *W, int nb, const float *X, int64_t n, flo
         return;
     }
     if (n == 1 && omp_get_max_threads() <= K3_STEAL_MAX && (R + 15) / 16 < ((int64_t)1 << 32)) {
-        one_token_stealing(W, nb, xb, leaf, Y);
+        one_token_stealing(W, nb, xb, leaf, Y); /* at one thread, its order without a region */
+        return;
+    }
+    if (!k3_par_worth(1)) {
+        for (int64_t it = 0; it < items; it++) rowpar_item(&j, it);
+        k3_tree_reduce_into(leaf, nb, n * R, Y);
         return;
     }
 #pragma omp parallel
