@@ -313,11 +313,8 @@ static kda_bufs kda_scratch(int64_t T, int64_t P, int H, int hd) {
     return b;
 }
 
-/* Per head, token by token: L2-normalise q and k, decay, beta, the step, the
- * gated output norm. Heads (of every sequence of sg) are independent, so they
- * split over threads and every head runs the same instructions whatever the
- * thread count or batch. */
-/* One head of one sequence of kda_heads, token by token. */
+/* One head of one sequence, token by token: L2-normalise q and k, decay,
+ * beta, the step, the gated output norm. */
 static void kda_head(const k3_config *cf, const k3_kda_w *w, const k3_segs *sg, const kda_bufs *b,
                      int64_t sh, int vec, float qscale) {
     int H = cf->kda_heads, hd = cf->kda_head_dim;
@@ -339,6 +336,9 @@ static void kda_head(const k3_config *cf, const k3_kda_w *w, const k3_segs *sg, 
     }
 }
 
+/* Every head of every sequence of sg. Heads are independent, so they split
+ * over threads and every head runs the same instructions whatever the thread
+ * count or batch. */
 static void kda_heads(const k3_config *cf, const k3_kda_w *w, const k3_segs *sg,
                       const kda_bufs *b) {
     const int64_t n = (int64_t)sg->n * cf->kda_heads;
