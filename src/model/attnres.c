@@ -138,6 +138,13 @@ static void mix_token(float *const *R, int n, const float *p, const float *w, in
     mix_range_avx2(R, n, p, t * D, wt, 0, D, out + t * D);
 }
 
+/* One token, chunks of D split over the threads (the decode step), from
+ * this many candidate floats ((n + 1) x D) on: below it the mix is a few
+ * microseconds on one thread, less than the region's start and its three
+ * barriers (each a futex call in libgomp). Same bits either way: the chunk
+ * sums and each output element do not depend on the split. */
+#define ONE_SPLIT_MIN 65536
+
 /* One token, chunks of D split over the threads (the decode step). */
 static void mix_one_split(float *const *R, int n, const float *p, const float *w, int64_t D,
                           double eps, float *out) {
@@ -198,7 +205,8 @@ void k3_attnres_mix(float *const *R, int n, const float *p, const float *w, int6
         return;
     }
     int nc = (int)((D + ATTNRES_CHUNK - 1) / ATTNRES_CHUNK);
-    if (T == 1 && n + 1 <= 64 && (n + 1) * nc <= 64 * 32 && omp_get_max_threads() > 1)
+    if (T == 1 && n + 1 <= 64 && (n + 1) * nc <= 64 * 32 &&
+        k3_par_worth((n + 1) * D >= ONE_SPLIT_MIN))
         mix_one_split(R, n, p, w, D, eps, out);
     else
         mix_tokens(R, n, p, w, T, D, eps, out);

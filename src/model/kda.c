@@ -96,6 +96,12 @@ static void conv_item(float *z, int64_t T, int64_t ld, int64_t c0, int64_t n, co
     for (int64_t c = c0; c < c0 + n; c++) conv_channel(z + c, T, ld, w + c * K, K, state + c, sld);
 }
 
+/* Below this many conv outputs (tokens x channels) the conv and SiLU run on
+ * the calling thread: one decode token of K3 (3 x 12288 channels) is ~10 us
+ * of work, less than a region's start, its barriers and their futex calls
+ * cost. Every channel and row is computed the same way either way. */
+#define CONV_PAR_MIN 65536
+
 /* k3_kda_conv's work, shared by a region's threads or, called outside one,
  * all on the calling thread (its `omp for` loops are orphaned). */
 static void conv_silu(float *z, int64_t T, int64_t ld, int64_t col0, int64_t C, const float *w,
@@ -115,7 +121,7 @@ static void conv_silu(float *z, int64_t T, int64_t ld, int64_t col0, int64_t C, 
  * z is [T, ld] with this block's channels at column offset col0. */
 void k3_kda_conv(float *z, int64_t T, int64_t ld, int64_t col0, int64_t C, const float *w, int K,
                  float *state, int64_t sld) {
-    if (!k3_par_worth(1)) { /* no region of one thread (base/par.h) */
+    if (!k3_par_worth(T * C >= CONV_PAR_MIN)) { /* no region of one thread (base/par.h) */
         conv_silu(z, T, ld, col0, C, w, K, state, sld);
         return;
     }
@@ -147,7 +153,7 @@ static void conv3_silu(float *const zb[3], const k3_segs *sg, int64_t T, int64_t
  * (sequence, buffer, 8 channels) split over the threads. */
 static void kda_conv3(float *const zb[3], const k3_segs *sg, int64_t T, int64_t P, const float *w,
                       int K) {
-    if (!k3_par_worth(1)) { /* no region of one thread (base/par.h) */
+    if (!k3_par_worth(3 * T * P >= CONV_PAR_MIN)) { /* no region of one thread (base/par.h) */
         conv3_silu(zb, sg, T, P, w, K);
         return;
     }

@@ -75,7 +75,7 @@ void k3_tree_reduce_into(float *const *parts, int n, int64_t len, float *out) {
         return;
     }
     const int64_t cl = TREE_CHUNK_FLOATS / n, nch = (len + cl - 1) / cl;
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait /* the region's end is the barrier (rowpar.h) */
     for (int64_t c = 0; c < nch; c++)
         tree_chunk(parts, n, c * cl, c * cl + cl <= len ? cl : len - c * cl, out);
 }

@@ -28,8 +28,10 @@ void k3_rowpar_matmul(const k3_model *m, const k3_wmat *W, const float *X, int64
 void k3_tree_reduce(float *const *parts, int n, int64_t len);
 /* The same sums written to out[0..len), the parts left untouched; bitwise
  * equal to k3_tree_reduce. Called inside a parallel region (by every thread
- * of it: an orphaned `omp for`) the elements are split over its threads;
- * otherwise it runs on the calling thread. No allocation. */
+ * of it: an orphaned `omp for`) the elements are split over its threads, as
+ * the region's last work: the loop has no barrier of its own (each barrier
+ * costs a futex call in libgomp), the region's end is the one that makes out
+ * complete. Otherwise it runs on the calling thread. No allocation. */
 void k3_tree_reduce_into(float *const *parts, int n, int64_t len, float *out);
 
 /* Per-thread grow-only buffers of the split products and the MoE (moe.c):
