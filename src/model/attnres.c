@@ -138,14 +138,13 @@ static void mix_token(float *const *R, int n, const float *p, const float *w, in
     mix_range_avx2(R, n, p, t * D, wt, 0, D, out + t * D);
 }
 
-/* One token, chunks of D split over the threads (the decode step), from
- * this many candidate floats ((n + 1) x D) on: below it the mix is a few
+/* mix_one_split: one token, chunks of D split over the threads (the decode
+ * step), from this many candidate floats ((n + 1) x D) on: below it the mix is a few
  * microseconds on one thread, less than the region's start and its three
  * barriers (each a futex call in libgomp). Same bits either way: the chunk
  * sums and each output element do not depend on the split. */
 #define ONE_SPLIT_MIN 65536
 
-/* One token, chunks of D split over the threads (the decode step). */
 static void mix_one_split(float *const *R, int n, const float *p, const float *w, int64_t D,
                           double eps, float *out) {
     int nc = (int)((D + ATTNRES_CHUNK - 1) / ATTNRES_CHUNK);
@@ -169,19 +168,17 @@ static void mix_one_split(float *const *R, int n, const float *p, const float *w
 static void mix_token_rows(float *const *R, int n, const float *p, const float *w, int64_t T,
                            int64_t D, double eps, float *out) {
     int nc = (int)((D + ATTNRES_CHUNK - 1) / ATTNRES_CHUNK);
-    {
-        double part_s[2 * 64 * 32], wt_s[64];
-        double *part = part_s, *wt = wt_s;
-        double *heap = NULL;
-        if ((n + 1) * nc > 64 * 32 || n + 1 > 64) { /* bigger than any K3 config: heap */
-            heap = malloc(sizeof(double) * (size_t)((n + 1) * nc * 2 + n + 1));
-            part = heap;
-            wt = heap + (n + 1) * nc * 2;
-        }
-#pragma omp for schedule(static)
-        for (int64_t t = 0; t < T; t++) mix_token(R, n, p, w, t, D, eps, part, wt, out);
-        free(heap);
+    double part_s[2 * 64 * 32], wt_s[64];
+    double *part = part_s, *wt = wt_s;
+    double *heap = NULL;
+    if ((n + 1) * nc > 64 * 32 || n + 1 > 64) { /* bigger than any K3 config: heap */
+        heap = malloc(sizeof(double) * (size_t)((n + 1) * nc * 2 + n + 1));
+        part = heap;
+        wt = heap + (n + 1) * nc * 2;
     }
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < T; t++) mix_token(R, n, p, w, t, D, eps, part, wt, out);
+    free(heap);
 }
 
 static void mix_tokens(float *const *R, int n, const float *p, const float *w, int64_t T, int64_t D,
