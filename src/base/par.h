@@ -19,4 +19,13 @@ static inline int k3_par_worth(int enough) {
     return enough && omp_get_max_threads() > 1 && !omp_in_parallel();
 }
 
+/* For a region whose body holds orphaned worksharing (`omp for`, `omp
+ * barrier`): true when the body may be called directly, i.e. outside any
+ * region and where the region would have had one thread. Inside a caller's
+ * region the body's constructs would bind to that caller's team, so there
+ * the function still opens its own (inactive) region, a team of one. */
+static inline int k3_par_direct(int enough) {
+    return !omp_in_parallel() && !k3_par_worth(enough);
+}
+
 #endif

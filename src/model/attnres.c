@@ -183,7 +183,7 @@ static void mix_token_rows(float *const *R, int n, const float *p, const float *
 
 static void mix_tokens(float *const *R, int n, const float *p, const float *w, int64_t T, int64_t D,
                        double eps, float *out) {
-    if (!k3_par_worth(T * D * (n + 1) >= 32768)) { /* no region of one thread (base/par.h) */
+    if (k3_par_direct(T * D * (n + 1) >= 32768)) { /* no region of one thread (base/par.h) */
         mix_token_rows(R, n, p, w, T, D, eps, out);
         return;
     }

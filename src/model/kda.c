@@ -121,7 +121,7 @@ static void conv_silu(float *z, int64_t T, int64_t ld, int64_t col0, int64_t C, 
  * z is [T, ld] with this block's channels at column offset col0. */
 void k3_kda_conv(float *z, int64_t T, int64_t ld, int64_t col0, int64_t C, const float *w, int K,
                  float *state, int64_t sld) {
-    if (!k3_par_worth(T * C >= CONV_PAR_MIN)) { /* no region of one thread (base/par.h) */
+    if (k3_par_direct(T * C >= CONV_PAR_MIN)) { /* no region of one thread (base/par.h) */
         conv_silu(z, T, ld, col0, C, w, K, state, sld);
         return;
     }
@@ -153,7 +153,7 @@ static void conv3_silu(float *const zb[3], const k3_segs *sg, int64_t T, int64_t
  * (sequence, buffer, 8 channels) split over the threads. */
 static void kda_conv3(float *const zb[3], const k3_segs *sg, int64_t T, int64_t P, const float *w,
                       int K) {
-    if (!k3_par_worth(3 * T * P >= CONV_PAR_MIN)) { /* no region of one thread (base/par.h) */
+    if (k3_par_direct(3 * T * P >= CONV_PAR_MIN)) { /* no region of one thread (base/par.h) */
         conv3_silu(zb, sg, T, P, w, K);
         return;
     }

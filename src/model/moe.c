@@ -335,7 +335,7 @@ static void run_routed_one_token(const moe_job *j, int nb, float *const *leaf, f
     const int64_t per = gb && gb < 65536 ? (int64_t)(65536 / gb) : 1;
     k3_steal st;
     k3_steal_init(&st, omp_get_max_threads(), k * groups, NULL);
-    if (!k3_par_worth(1)) { /* no region of one thread (base/par.h) */
+    if (k3_par_direct(1)) { /* no region of one thread (base/par.h) */
         one_token_down(j, nb, sel, k, gu, d, &st, per, leaf, ylat);
         return;
     }

@@ -177,7 +177,7 @@ static void one_token_stealing(const k3_wmat *W, int nb, const float *const *xb,
     const int64_t per = gb && gb < 65536 ? (int64_t)(65536 / gb) : 1;
     k3_steal st;
     k3_steal_init(&st, omp_get_max_threads(), g, NULL);
-    if (!k3_par_worth(1)) { /* no region of one thread (base/par.h) */
+    if (k3_par_direct(1)) { /* no region of one thread (base/par.h) */
         one_token_claims(W, nb, xb, leaf, Y, &st, per);
         return;
     }
