@@ -246,22 +246,6 @@ static void run_block(const moe_job *j, int b, float *leaf) {
 /* Most experts the one-token schedule takes (K3 selects 16); more: run_block. */
 #define K3_MOE_MAX_ACTIVE 32
 
-/* One token, nb > 1 blocks: the same sums as run_block for every block, in a
- * different order of work. Per block, an expert's gate and up are a row slice
- * and its down a column slice; run block by block (run_block), every down
- * row was a short strided piece (384 columns of MXFP4 on K3) and the
- * prefetch ahead in it fetched other blocks' columns: 10 GB/s at 2 threads on
- * the real slice. Here
- *   1. every selected expert's gate and up run as one set of products over
- *      whole rows (mvset.h), then SiTU: the rows of every block at once, each
- *      row computed as in its block's product;
- *   2. one region streams the down products row group by row group, each
- *      group's full-width rows computed block after block (the column views
- *      of run_block) into d[expert][block];
- *   3. each block's double sum over the experts in ascending order, k3_vaxpy_d
- *      as run_block does it, is rounded to its leaf, then the tree sum.
- * Every output element sees the arithmetic of run_block, so the bits are the
- * same (tests/test_model_*: TP and thread-count equality). */
 /* Steps 2 and 3 of run_routed_one_token for the calling thread of a region,
  * or for all of it when called outside one (its worksharing constructs then
  * run on the calling thread). */
@@ -308,6 +292,22 @@ static void one_token_down(const moe_job *j, int nb, const int *sel, int k, cons
     k3_tree_reduce_into(leaf, nb, X, ylat);
 }
 
+/* One token, nb > 1 blocks: the same sums as run_block for every block, in a
+ * different order of work. Per block, an expert's gate and up are a row slice
+ * and its down a column slice; run block by block (run_block), every down
+ * row was a short strided piece (384 columns of MXFP4 on K3) and the
+ * prefetch ahead in it fetched other blocks' columns: 10 GB/s at 2 threads on
+ * the real slice. Here
+ *   1. every selected expert's gate and up run as one set of products over
+ *      whole rows (mvset.h), then SiTU: the rows of every block at once, each
+ *      row computed as in its block's product;
+ *   2. one region streams the down products row group by row group, each
+ *      group's full-width rows computed block after block (the column views
+ *      of run_block) into d[expert][block];
+ *   3. each block's double sum over the experts in ascending order, k3_vaxpy_d
+ *      as run_block does it, is rounded to its leaf, then the tree sum.
+ * Every output element sees the arithmetic of run_block, so the bits are the
+ * same (tests/test_model_*: TP and thread-count equality). */
 static void run_routed_one_token(const moe_job *j, int nb, float *const *leaf, float *ylat) {
     const k3_moe_w *w = j->w;
     const int E = j->m->c->num_experts;

@@ -185,6 +185,13 @@ static void one_token_stealing(const k3_wmat *W, int nb, const float *const *xb,
     one_token_claims(W, nb, xb, leaf, Y, &st, per);
 }
 
+/* Every item of j on the calling thread, then the tree sum into Y. */
+static void rowpar_serial(const rowpar_job *j, int64_t items, float *const *leaf, int64_t len,
+                          float *Y) {
+    for (int64_t it = 0; it < items; it++) rowpar_item(j, it);
+    k3_tree_reduce_into(leaf, j->nb, len, Y);
+}
+
 /* n tokens (n <= TCHUNK) of the blocked product into Y [n, R]. */
 static void rowpar_pass(const k3_wmat *W, int nb, const float *X, int64_t n, float *Y) {
     const int64_t bc = W->cols / nb, R = W->rows;
@@ -208,8 +215,7 @@ static void rowpar_pass(const k3_wmat *W, int nb, const float *X, int64_t n, flo
     j.nchunks = (int)((R + j.rows_per_item - 1) / j.rows_per_item);
     const int64_t items = (int64_t)nb * j.nchunks;
     if (R * W->cols * n < PAR_MIN_MACS || omp_in_parallel()) {
-        for (int64_t it = 0; it < items; it++) rowpar_item(&j, it);
-        k3_tree_reduce_into(leaf, nb, n * R, Y);
+        rowpar_serial(&j, items, leaf, n * R, Y);
         return;
     }
     if (n == 1 && omp_get_max_threads() <= K3_STEAL_MAX && (R + 15) / 16 < ((int64_t)1 << 32)) {
@@ -217,8 +223,7 @@ static void rowpar_pass(const k3_wmat *W, int nb, const float *X, int64_t n, flo
         return;
     }
     if (!k3_par_worth(1)) {
-        for (int64_t it = 0; it < items; it++) rowpar_item(&j, it);
-        k3_tree_reduce_into(leaf, nb, n * R, Y);
+        rowpar_serial(&j, items, leaf, n * R, Y);
         return;
     }
 #pragma omp parallel
