@@ -39,24 +39,37 @@ static void usage(FILE *f) {
                "Flags may be spelled with underscores (--max_tokens = --max-tokens).\n");
 }
 
-/* `k3 serve` shares the cores between HTTP threads and the model's OpenMP
- * threads; spin-waiting OpenMP workers starve the former (measured: a
- * 50-client round took 35 s spinning vs 3.3 s passive; with
- * OMP_WAIT_POLICY=active one stream fell from 27.8 to 1.0 tok/s, and
- * GOMP_SPINCOUNT=10000 still gave only 3.6; docs/serve.md). libgomp reads
- * the policy when the program starts, so set passive and re-execute once,
- * also over an explicit OMP_WAIT_POLICY=active (with a note). Spinning stays
- * possible on purpose: K3_SERVE_SPIN=1, or an explicit GOMP_SPINCOUNT. */
-static void serve_prefers_passive_waits(int argc, char **argv) {
+/* `k3 serve` shares the cores between HTTP threads, the clients it may run
+ * beside, and the model's OpenMP threads. libgomp's default (spin 300000
+ * PAUSEs, ~5.6 ms on Zen 5, before sleeping) and OMP_WAIT_POLICY=active
+ * starve the others: one stream fell from 27.8 to 1.0 tok/s on a loaded
+ * 2-core machine, and a 50-client round took 35 s instead of 3.3 (docs/serve.md).
+ * Waiting passively (sleep at once) costs a futex wake-up at every region and
+ * barrier of a decode step: 30% of bench-preset decode at 2 threads. So serve
+ * spins a short, bounded while and then sleeps: K3_SERVE_SPINCOUNT PAUSEs
+ * (~19 us on Zen 5). Measured (bench/RESULTS.md, "Bounded spin in k3 serve"):
+ * k3 bench decode at 2 threads 176-179 tok/s against 129-142 passive and
+ * 183-190 with libgomp's default; beside a CPU hog 66 against 68-75 passive
+ * and 31-37 default (3000 PAUSEs: 45). libgomp reads its settings when the
+ * program starts, so set GOMP_SPINCOUNT and re-execute once, also over an
+ * explicit OMP_WAIT_POLICY=active (with a note). An explicit GOMP_SPINCOUNT or
+ * OMP_WAIT_POLICY=passive is kept; K3_SERVE_SPIN=1 keeps libgomp's own
+ * spinning on purpose. */
+#define K3_SERVE_SPINCOUNT "1000"
+
+static void serve_bounds_spin_waits(int argc, char **argv) {
     if (argc < 2 || strcmp(argv[1], "serve")) return;
+    if (getenv("GOMP_SPINCOUNT") || getenv("K3_SERVE_SPIN")) return;
     const char *p = getenv("OMP_WAIT_POLICY");
-    if (p && (strcasecmp(p, "active") || getenv("K3_SERVE_SPIN") || getenv("GOMP_SPINCOUNT")))
-        return;
-    if (p)
+    if (p && strcasecmp(p, "active")) return; /* passive (or another explicit value) is kept */
+    if (p) {
         fprintf(stderr, "k3 serve: OMP_WAIT_POLICY=active ignored: spinning OpenMP workers starve "
-                        "the HTTP threads (passive waits; K3_SERVE_SPIN=1 keeps spinning)\n");
-    setenv("OMP_WAIT_POLICY", "passive", 1);
-    execv("/proc/self/exe", argv); /* returns only on failure: run on with spinning */
+                        "the HTTP threads (bounded spin, GOMP_SPINCOUNT=" K3_SERVE_SPINCOUNT
+                        "; K3_SERVE_SPIN=1 keeps spinning)\n");
+        unsetenv("OMP_WAIT_POLICY");
+    }
+    setenv("GOMP_SPINCOUNT", K3_SERVE_SPINCOUNT, 1);
+    execv("/proc/self/exe", argv); /* returns only on failure: run on as we are */
 }
 
 #ifndef K3_GIT
@@ -103,7 +116,7 @@ int main(int argc, char **argv) {
         printf("k3 0.1 (git %s)\n", K3_GIT);
         return 0;
     }
-    serve_prefers_passive_waits(argc, argv);
+    serve_bounds_spin_waits(argc, argv);
     int follower = k3_dist_main(argc, argv); /* under mpirun: ranks > 0 follow rank 0 */
     if (follower >= 0) return follower;
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {

@@ -31,11 +31,23 @@ for n in 1 3; do
     serve_stop || { echo "FAIL serve_batch_clean_exit_threads_$n"; rc=1; }
 done
 
-# OMP_WAIT_POLICY=active: serve re-executes itself with passive waits (spinning
-# workers starved the HTTP threads: ~1 tok/s instead of ~30) and says so.
+# OpenMP waiting. With nothing set, and over OMP_WAIT_POLICY=active (with a
+# note), serve re-executes itself with a bounded spin (GOMP_SPINCOUNT=1000):
+# spinning workers starved the HTTP threads (~1 tok/s instead of ~30), and
+# sleeping at once cost 30% of decode. An explicit passive policy is kept.
+unset OMP_WAIT_POLICY GOMP_SPINCOUNT K3_SERVE_SPIN
+serve_start --test-mode || { echo "FAIL serve_batch_start_default_waits"; exit 1; }
+check serve_batch_default_bounded_spin grep -qz "^GOMP_SPINCOUNT=1000$" "/proc/$SERVE_PID/environ"
+check serve_batch_default_no_policy sh -c "! grep -qz '^OMP_WAIT_POLICY=' /proc/$SERVE_PID/environ"
+serve_stop || { echo "FAIL serve_batch_clean_exit_default_waits"; rc=1; }
+OMP_WAIT_POLICY=passive serve_start --test-mode || { echo "FAIL serve_batch_start_passive"; exit 1; }
+check serve_batch_passive_kept grep -qz "^OMP_WAIT_POLICY=passive$" "/proc/$SERVE_PID/environ"
+check serve_batch_passive_no_spincount sh -c "! grep -qz '^GOMP_SPINCOUNT=' /proc/$SERVE_PID/environ"
+serve_stop || { echo "FAIL serve_batch_clean_exit_passive"; rc=1; }
 OMP_WAIT_POLICY=active serve_start --test-mode || { echo "FAIL serve_batch_start_active"; exit 1; }
 check serve_batch_active_policy_noted grep -q "OMP_WAIT_POLICY=active ignored" "$SERVE_LOG"
-check serve_batch_active_policy_passive grep -qz "^OMP_WAIT_POLICY=passive$" "/proc/$SERVE_PID/environ"
+check serve_batch_active_policy_bounded grep -qz "^GOMP_SPINCOUNT=1000$" "/proc/$SERVE_PID/environ"
+check serve_batch_active_policy_dropped sh -c "! grep -qz '^OMP_WAIT_POLICY=' /proc/$SERVE_PID/environ"
 out=$(curl -s "$SERVE_URL/v1/chat/completions" -H 'Content-Type: application/json' \
     -d '{"messages":[{"role":"user","content":"hi"}],"k3_test_force_text":"fine<|close|>response<|sep|><|close|>message<|sep|><|end_of_msg|>","chat_template_kwargs":{"thinking":false}}')
 check serve_batch_active_policy_serves grep -q '"content":"fine"' <<<"$out"
