@@ -270,9 +270,8 @@ K3_VNNI_INLINE void i8_rows(const k3_rows_ctx *rc, int64_t r0, int64_t r1, int b
         __m512 a1 = row_partials(c, r + 1 <= last ? r + 1 : last, bits, G);
         __m512 a2 = row_partials(c, r + 2 <= last ? r + 2 : last, bits, G);
         __m512 a3 = row_partials(c, r + 3 <= last ? r + 3 : last, bits, G);
-        float out[4];
-        _mm_storeu_ps(out, sum4(a0, a1, a2, a3));
-        for (int i = 0; i < 4 && r + i < r1; i++) rc->y[r + i] = out[i];
+        const int64_t n = r1 - r < 4 ? r1 - r : 4;
+        _mm_mask_storeu_ps(rc->y + r, (__mmask8)((1u << n) - 1), sum4(a0, a1, a2, a3));
     }
 }
 
@@ -360,9 +359,8 @@ K3_VNNI_INLINE void i8_cb_rows(const i8_ctx *c, int nb, int64_t R, float *const 
             __m512 a1 = row_partials(&c[b], r + 1 <= last ? r + 1 : last, bits, G);
             __m512 a2 = row_partials(&c[b], r + 2 <= last ? r + 2 : last, bits, G);
             __m512 a3 = row_partials(&c[b], r + 3 <= last ? r + 3 : last, bits, G);
-            float out[4];
-            _mm_storeu_ps(out, sum4(a0, a1, a2, a3));
-            for (int i = 0; i < 4 && r + i < R; i++) y[b][r + i] = out[i];
+            const int64_t n = R - r < 4 ? R - r : 4;
+            _mm_mask_storeu_ps(y[b] + r, (__mmask8)((1u << n) - 1), sum4(a0, a1, a2, a3));
         }
     }
 }
