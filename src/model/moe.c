@@ -370,84 +370,100 @@ static void run_routed_one_token(const moe_job *j, int nb, float *const *leaf, f
  *      leaf;
  * then the tree. The kernels compute each row independently of the rows
  * beside it, so every element sees run_block's arithmetic: the same bits. */
-static void run_routed_rows(const moe_job *j, int nb, float *const *leaf, float *ylat) {
+/* The region of run_routed_rows: steps 1-3 and the tree, for the k selected
+ * experts sel[0..k) with us and d laid out as above. Its worksharing is
+ * orphaned, so without a region it runs on the calling thread (base/par.h). */
+static void routed_rows_body(const moe_job *j, int nb, const int *sel, int k, float *us, float *d,
+                             float *const *leaf, float *ylat) {
     const k3_moe_w *w = j->w;
+    const int64_t X = j->X, ml = j->ml, I = ml * nb, T = j->T;
+    const int64_t nrc = (X + DOWN_CHUNK - 1) / DOWN_CHUNK, nsc = (X + SUM_CHUNK - 1) / SUM_CHUNK;
+    const float beta = (float)j->m->c->situ_beta, lbeta = (float)j->m->c->situ_linear_beta;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t it = 0; it < k; it++) {
+        const int e = sel[it];
+        const int64_t s0 = j->start[e], n = j->start[e + 1] - s0;
+        float *g = FLOATS(K3_TB_RP_TMP, 2 * n * I), *u = g + n * I;
+        expert_product(&w->eg[e], j->xg + s0 * X, n, g);
+        expert_product(&w->eu[e], j->xg + s0 * X, n, u);
+        k3_situ_vec(u, g, n * I, beta, lbeta);
+        for (int b = 0; b < nb; b++) /* each block's [n, ml] slice, where down reads it */
+            for (int64_t t = 0; t < n; t++)
+                memcpy(us + s0 * I + b * n * ml + t * ml, u + t * I + b * ml,
+                       sizeof(float) * (size_t)ml);
+    }
+    k3_prep_open(); /* us stays put until the loop's end (scratch.h) */
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t it = 0; it < (int64_t)k * nrc; it++) {
+        const int e = sel[it / nrc];
+        const int64_t s0 = j->start[e], n = j->start[e + 1] - s0;
+        const int64_t r0 = (it % nrc) * DOWN_CHUNK, nr = X - r0 < DOWN_CHUNK ? X - r0 : DOWN_CHUNK;
+        const float *ub[K3_ROWPAR_BLOCKS];
+        float *yb[K3_ROWPAR_BLOCKS];
+        for (int b = 0; b < nb; b++) ub[b] = us + s0 * I + b * n * ml;
+        k3_wmat Wv = k3_wmat_rows(&w->ed[e], r0, nr);
+        if (n == 1) { /* expert_product's k3_matvec, per block */
+            for (int b = 0; b < nb; b++) yb[b] = d + (s0 * nb + b) * X + r0;
+            k3_matvec_colblocks_serial(&Wv, nb, ub, yb);
+            continue;
+        }
+        float *y = FLOATS(K3_TB_RP_TMP, nb * n * nr);
+        for (int b = 0; b < nb; b++) yb[b] = y + b * n * nr;
+        if (n <= few_max) { /* expert_product's k3_matmul_few, per block */
+            k3_matmul_few_colblocks_serial(&Wv, nb, ub, n, yb);
+        } else {
+            for (int b = 0; b < nb; b++) {
+                k3_wmat v = k3_wmat_cols(&Wv, b * ml, ml);
+                expert_product(&v, ub[b], n, yb[b]);
+            }
+        }
+        for (int b = 0; b < nb; b++)
+            for (int64_t t = 0; t < n; t++)
+                memcpy(d + (s0 * nb + b * n) * X + t * X + r0, yb[b] + t * nr,
+                       sizeof(float) * (size_t)nr);
+    }
+    k3_prep_close();
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t it = 0; it < nb * nsc; it++) {
+        const int b = (int)(it / nsc);
+        const int64_t c0 = (it % nsc) * SUM_CHUNK, len = X - c0 < SUM_CHUNK ? X - c0 : SUM_CHUNK;
+        double *y = k3_thread_buf(K3_TB_EXPERT_Y, sizeof(double) * (size_t)(T * len));
+        memset(y, 0, sizeof(double) * (size_t)(T * len));
+        for (int i = 0; i < k; i++) {
+            const int64_t s0 = j->start[sel[i]], n = j->start[sel[i] + 1] - s0;
+            const float *db = d + (s0 * nb + b * n) * X;
+            for (int64_t t = 0; t < n; t++)
+                k3_vaxpy_d(y + j->tok[s0 + t] * len, (double)j->wt[s0 + t], db + t * X + c0, len);
+        }
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t c = 0; c < len; c++) leaf[b][t * X + c0 + c] = (float)y[t * len + c];
+    }
+    k3_tree_reduce_into(leaf, nb, T * X, ylat);
+}
+
+static void run_routed_rows(const moe_job *j, int nb, float *const *leaf, float *ylat) {
     const int E = j->m->c->num_experts;
-    const int64_t X = j->X, ml = j->ml, I = ml * nb, T = j->T, S = j->start[E];
+    const int64_t I = j->ml * nb, S = j->start[E];
     int *sel = k3_thread_buf(K3_TB_MOE_SEL, sizeof(int) * (size_t)E);
     int k = 0;
     for (int e = 0; e < E; e++)
         if (j->start[e + 1] > j->start[e]) sel[k++] = e;
-    float *us = FLOATS(K3_TB_EXPERT_GUD, S * I + S * nb * X);
+    float *us = FLOATS(K3_TB_EXPERT_GUD, S * I + S * nb * j->X);
     float *d = us + S * I;
-    const int64_t nrc = (X + DOWN_CHUNK - 1) / DOWN_CHUNK, nsc = (X + SUM_CHUNK - 1) / SUM_CHUNK;
-    const float beta = (float)j->m->c->situ_beta, lbeta = (float)j->m->c->situ_linear_beta;
-#pragma omp parallel
-    {
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t it = 0; it < k; it++) {
-            const int e = sel[it];
-            const int64_t s0 = j->start[e], n = j->start[e + 1] - s0;
-            float *g = FLOATS(K3_TB_RP_TMP, 2 * n * I), *u = g + n * I;
-            expert_product(&w->eg[e], j->xg + s0 * X, n, g);
-            expert_product(&w->eu[e], j->xg + s0 * X, n, u);
-            k3_situ_vec(u, g, n * I, beta, lbeta);
-            for (int b = 0; b < nb; b++) /* each block's [n, ml] slice, where down reads it */
-                for (int64_t t = 0; t < n; t++)
-                    memcpy(us + s0 * I + b * n * ml + t * ml, u + t * I + b * ml,
-                           sizeof(float) * (size_t)ml);
-        }
-        k3_prep_open(); /* us stays put until the loop's end (scratch.h) */
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t it = 0; it < (int64_t)k * nrc; it++) {
-            const int e = sel[it / nrc];
-            const int64_t s0 = j->start[e], n = j->start[e + 1] - s0;
-            const int64_t r0 = (it % nrc) * DOWN_CHUNK,
-                          nr = X - r0 < DOWN_CHUNK ? X - r0 : DOWN_CHUNK;
-            const float *ub[K3_ROWPAR_BLOCKS];
-            float *yb[K3_ROWPAR_BLOCKS];
-            for (int b = 0; b < nb; b++) ub[b] = us + s0 * I + b * n * ml;
-            k3_wmat Wv = k3_wmat_rows(&w->ed[e], r0, nr);
-            if (n == 1) { /* expert_product's k3_matvec, per block */
-                for (int b = 0; b < nb; b++) yb[b] = d + (s0 * nb + b) * X + r0;
-                k3_matvec_colblocks_serial(&Wv, nb, ub, yb);
-                continue;
-            }
-            float *y = FLOATS(K3_TB_RP_TMP, nb * n * nr);
-            for (int b = 0; b < nb; b++) yb[b] = y + b * n * nr;
-            if (n <= few_max) { /* expert_product's k3_matmul_few, per block */
-                k3_matmul_few_colblocks_serial(&Wv, nb, ub, n, yb);
-            } else {
-                for (int b = 0; b < nb; b++) {
-                    k3_wmat v = k3_wmat_cols(&Wv, b * ml, ml);
-                    expert_product(&v, ub[b], n, yb[b]);
-                }
-            }
-            for (int b = 0; b < nb; b++)
-                for (int64_t t = 0; t < n; t++)
-                    memcpy(d + (s0 * nb + b * n) * X + t * X + r0, yb[b] + t * nr,
-                           sizeof(float) * (size_t)nr);
-        }
-        k3_prep_close();
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t it = 0; it < nb * nsc; it++) {
-            const int b = (int)(it / nsc);
-            const int64_t c0 = (it % nsc) * SUM_CHUNK,
-                          len = X - c0 < SUM_CHUNK ? X - c0 : SUM_CHUNK;
-            double *y = k3_thread_buf(K3_TB_EXPERT_Y, sizeof(double) * (size_t)(T * len));
-            memset(y, 0, sizeof(double) * (size_t)(T * len));
-            for (int i = 0; i < k; i++) {
-                const int64_t s0 = j->start[sel[i]], n = j->start[sel[i] + 1] - s0;
-                const float *db = d + (s0 * nb + b * n) * X;
-                for (int64_t t = 0; t < n; t++)
-                    k3_vaxpy_d(y + j->tok[s0 + t] * len, (double)j->wt[s0 + t], db + t * X + c0,
-                               len);
-            }
-            for (int64_t t = 0; t < T; t++)
-                for (int64_t c = 0; c < len; c++) leaf[b][t * X + c0 + c] = (float)y[t * len + c];
-        }
-        k3_tree_reduce_into(leaf, nb, T * X, ylat);
+    if (k3_par_direct(1)) { /* no region of one thread (base/par.h) */
+        routed_rows_body(j, nb, sel, k, us, d, leaf, ylat);
+        return;
     }
+#pragma omp parallel
+    routed_rows_body(j, nb, sel, k, us, d, leaf, ylat);
+}
+
+/* Every block's sums, any thread any block (the same bits), then the tree.
+ * Orphaned worksharing, as routed_rows_body. */
+static void routed_blocks_body(const moe_job *j, int nb, float *const *leaf, float *ylat) {
+#pragma omp for schedule(dynamic, 1)
+    for (int b = 0; b < nb; b++) run_block(j, b, leaf[b]);
+    k3_tree_reduce_into(leaf, nb, j->T * j->X, ylat);
 }
 
 /* ylat [T, X] = the routed experts of a routing on xin [T, X] (moe.h). */
@@ -472,12 +488,12 @@ static void run_routed(const k3_model *m, const k3_moe_w *w, const moe_route *r,
         run_routed_rows(&j, nb, leaf, ylat);
         return;
     }
-#pragma omp parallel
-    {
-#pragma omp for schedule(dynamic, 1) /* any thread may run any block: same bits */
-        for (int b = 0; b < nb; b++) run_block(&j, b, leaf[b]);
-        k3_tree_reduce_into(leaf, nb, T * X, ylat);
+    if (k3_par_direct(1)) { /* no region of one thread (base/par.h) */
+        routed_blocks_body(&j, nb, leaf, ylat);
+        return;
     }
+#pragma omp parallel
+    routed_blocks_body(&j, nb, leaf, ylat);
 }
 
 void k3_routed_experts(const k3_model *m, const k3_moe_w *w, const float *x, const float *xin,
