@@ -61,13 +61,12 @@ static void serve_bounds_spin_waits(int argc, char **argv) {
     if (argc < 2 || strcmp(argv[1], "serve")) return;
     if (getenv("GOMP_SPINCOUNT") || getenv("K3_SERVE_SPIN")) return;
     const char *p = getenv("OMP_WAIT_POLICY");
-    if (p && strcasecmp(p, "active")) return; /* passive (or another explicit value) is kept */
-    if (p) {
+    if (p && *p && strcasecmp(p, "active")) return; /* passive (or another value) is kept */
+    if (p && *p)
         fprintf(stderr, "k3 serve: OMP_WAIT_POLICY=active ignored: spinning OpenMP workers starve "
                         "the HTTP threads (bounded spin, GOMP_SPINCOUNT=" K3_SERVE_SPINCOUNT
                         "; K3_SERVE_SPIN=1 keeps spinning)\n");
-        unsetenv("OMP_WAIT_POLICY");
-    }
+    if (p) unsetenv("OMP_WAIT_POLICY"); /* active, or empty: libgomp's default spin */
     setenv("GOMP_SPINCOUNT", K3_SERVE_SPINCOUNT, 1);
     execv("/proc/self/exe", argv); /* returns only on failure: run on as we are */
 }

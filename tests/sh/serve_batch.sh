@@ -40,6 +40,10 @@ serve_start --test-mode || { echo "FAIL serve_batch_start_default_waits"; exit 1
 check serve_batch_default_bounded_spin grep -qz "^GOMP_SPINCOUNT=1000$" "/proc/$SERVE_PID/environ"
 check serve_batch_default_no_policy sh -c "! grep -qz '^OMP_WAIT_POLICY=' /proc/$SERVE_PID/environ"
 serve_stop || { echo "FAIL serve_batch_clean_exit_default_waits"; rc=1; }
+# an empty OMP_WAIT_POLICY is no policy (libgomp would spin its default while)
+OMP_WAIT_POLICY= serve_start --test-mode || { echo "FAIL serve_batch_start_empty_policy"; exit 1; }
+check serve_batch_empty_policy_bounded grep -qz "^GOMP_SPINCOUNT=1000$" "/proc/$SERVE_PID/environ"
+serve_stop || { echo "FAIL serve_batch_clean_exit_empty_policy"; rc=1; }
 OMP_WAIT_POLICY=passive serve_start --test-mode || { echo "FAIL serve_batch_start_passive"; exit 1; }
 check serve_batch_passive_kept grep -qz "^OMP_WAIT_POLICY=passive$" "/proc/$SERVE_PID/environ"
 check serve_batch_passive_no_spincount sh -c "! grep -qz '^GOMP_SPINCOUNT=' /proc/$SERVE_PID/environ"
