@@ -1,9 +1,11 @@
 /* test_model_seq.c — sequence API semantics on the tiny-bf16 fixture: a clone
  * continues exactly like the original, reset equals a fresh sequence, logits=NULL
  * only fills the caches, all=0 returns the last row, long inputs are split into
- * passes transparently, and bad token ids are refused without touching the
- * caches. */
+ * passes transparently, bad token ids are refused without touching the
+ * caches, and a freed sequence's state block, kept for the next sequence,
+ * starts it from zero (or is overwritten whole by a clone). */
 #include "k3.h"
+#include "model/model.h"
 #include "t.h"
 
 int k3_forward_path(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, int all, int path);
@@ -86,6 +88,50 @@ TEST(bad_tokens_are_refused) {
     k3_seq_free(s);
 }
 
+/* Freed blocks are kept (up to K3_SPARE_STATES): a new sequence or a clone
+ * that gets one, dirty from a finished sequence, computes exactly like a
+ * sequence whose block was never used. */
+TEST(kept_state_blocks_start_clean) {
+    enum { N = K3_SPARE_STATES + 1 };
+    float *ref = calloc((size_t)g_V, 4), *a = calloc((size_t)g_V, 4), *b = calloc((size_t)g_V, 4);
+    k3_seq *r = k3_seq_new(g_m);
+    CHECK(r->state_bytes > 0, "the fixture has KDA layers");
+    CHECK(k3_forward(r, g_tok, 12, NULL, 0) == 0);
+    k3_seq_reset(r); /* zeroed in place: equals fresh (reset_equals_fresh_and_last_row) */
+    CHECK(k3_forward(r, g_tok, 12, ref, 0) == 0);
+    k3_seq *d[N];
+    float *kept[N];
+    for (int i = 0; i < N; i++) { /* take every kept block, and dirty them all */
+        d[i] = k3_seq_new(g_m);
+        kept[i] = d[i]->state;
+        CHECK(k3_forward(d[i], g_tok + i % 4, 8, NULL, 0) == 0);
+    }
+    for (int i = 0; i < N; i++) k3_seq_free(d[i]);
+    CHECK(g_m->n_spare == K3_SPARE_STATES, "%d blocks kept", g_m->n_spare);
+    k3_seq *s = k3_seq_new(g_m);
+    int reused = 0;
+    for (int i = 0; i < N; i++) reused |= s->state == kept[i];
+    CHECK(reused, "the new sequence got a kept block");
+    CHECK(k3_forward(s, g_tok, 12, a, 0) == 0);
+    CHECK(max_diff(a, ref, g_V) == 0.0f, "a kept block differs from a fresh one by %g",
+          max_diff(a, ref, g_V));
+    /* a clone into a kept (dirty) block continues like its original */
+    k3_seq_reset(s);
+    CHECK(k3_forward(s, g_tok, 8, NULL, 0) == 0);
+    k3_seq *c = k3_seq_clone(s);
+    reused = 0;
+    for (int i = 0; i < N; i++) reused |= c->state == kept[i];
+    CHECK(reused, "the clone got a kept block");
+    CHECK(k3_forward(s, g_tok + 8, 4, a, 0) == 0 && k3_forward(c, g_tok + 8, 4, b, 0) == 0);
+    CHECK(max_diff(a, b, g_V) == 0.0f, "clone differs by %g", max_diff(a, b, g_V));
+    k3_seq_free(c);
+    k3_seq_free(s);
+    k3_seq_free(r);
+    free(ref);
+    free(a);
+    free(b);
+}
+
 TEST(model_info) {
     CHECK(k3_model_eos(g_m) == 999 && k3_model_bos(g_m) == 998);
     CHECK(k3_model_weight_bytes(g_m) > k3_model_active_bytes(g_m) &&
@@ -106,6 +152,7 @@ int main(void) {
     RUN(reset_equals_fresh_and_last_row);
     RUN(long_input_is_chunked_transparently);
     RUN(bad_tokens_are_refused);
+    RUN(kept_state_blocks_start_clean);
     RUN(model_info);
     k3_model_free(g_m);
     return t_done();

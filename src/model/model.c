@@ -84,7 +84,9 @@ static k3_model *load_model(const char *dir, const k3_load_opts *opts) {
     if (opts && opts->threads > 0) omp_set_num_threads(opts->threads);
     int progress = opts && opts->progress && isatty(2); /* bars only on a terminal */
     k3_model *m = k3_xcalloc(1, sizeof *m);
+    pthread_mutex_init(&m->spare_mu, NULL);
     if (k3_ckpt_open_progress(dir, progress, &m->ck)) {
+        pthread_mutex_destroy(&m->spare_mu);
         free(m);
         return NULL;
     }
@@ -128,6 +130,8 @@ void k3_model_free(k3_model *m) {
     free(m->final_norm);
     free(m->w_out);
     k3_workspace_free(&m->ws);
+    for (int i = 0; i < m->n_spare; i++) k3_big_free(m->spare[i]);
+    pthread_mutex_destroy(&m->spare_mu);
     k3_ckpt_close(&m->ck);
     free(m);
 }
@@ -181,7 +185,35 @@ static void place_state(k3_seq *s) {
     }
 }
 
-k3_seq *k3_seq_new(k3_model *m) {
+/* ---- state blocks ----
+ * Every sequence of a model has a state block of the same size (at K3's real
+ * size 465 MB). A fresh one costs a page fault per page on its first touch;
+ * on a VM that hands freed memory back to its host (free page reporting) that
+ * is ~11 ms for the bench preset's 3.4 MB, against ~0.6 ms to copy into a
+ * block already touched (k3 serve's prompt cache makes one per snapshot and
+ * frees one per eviction). So a freed block is kept for the next sequence,
+ * up to K3_SPARE_STATES blocks and K3_SPARE_BYTES in all: a server's memory
+ * stays at the high-water mark of live sequences it already reached. */
+
+static float *state_block_take(k3_model *m) {
+    pthread_mutex_lock(&m->spare_mu);
+    float *p = m->n_spare ? m->spare[--m->n_spare] : NULL;
+    pthread_mutex_unlock(&m->spare_mu);
+    return p;
+}
+
+static void state_block_give(k3_model *m, float *p, size_t bytes) {
+    if (!p) return;
+    pthread_mutex_lock(&m->spare_mu);
+    int keep = m->n_spare < K3_SPARE_STATES && (size_t)(m->n_spare + 1) * bytes <= K3_SPARE_BYTES;
+    if (keep) m->spare[m->n_spare++] = p;
+    pthread_mutex_unlock(&m->spare_mu);
+    if (!keep) k3_big_free(p);
+}
+
+/* A sequence whose state block is zeroed (zero) or left as it was, for a
+ * clone's copy to overwrite. */
+static k3_seq *seq_make(k3_model *m, int zero) {
     const k3_config *c = m->c;
     k3_seq *s = k3_xcalloc(1, sizeof *s);
     s->m = m;
@@ -190,11 +222,17 @@ k3_seq *k3_seq_new(k3_model *m) {
     for (int i = 0; i < c->num_hidden_layers; i++)
         if (m->L[i].is_kda) floats += kda_conv_floats(c) + kda_S_floats(c);
     s->state_bytes = sizeof(float) * (size_t)floats;
-    s->state = k3_big_calloc(s->state_bytes);
+    s->state = state_block_take(m);
+    if (s->state && zero) memset(s->state, 0, s->state_bytes);
+    if (!s->state) s->state = k3_big_calloc(s->state_bytes);
     if (!s->state) k3_die("k3_seq_new: %s", k3_errmsg());
     place_state(s);
     k3_par_hook_seq_new(s);
     return s;
+}
+
+k3_seq *k3_seq_new(k3_model *m) {
+    return seq_make(m, 1);
 }
 
 static void free_mla_caches(k3_seq *s) {
@@ -208,7 +246,7 @@ void k3_seq_free(k3_seq *s) {
     if (!s) return;
     k3_par_hook_seq_free(s);
     free_mla_caches(s);
-    k3_big_free(s->state);
+    state_block_give(s->m, s->state, s->state_bytes);
     free(s->lc);
     free(s);
 }
@@ -223,7 +261,7 @@ static void *dup_floats(const float *p, int64_t cap, int64_t n) {
 }
 
 k3_seq *k3_seq_clone_begin(const k3_seq *s) {
-    k3_seq *d = k3_seq_new(s->m);
+    k3_seq *d = seq_make(s->m, 0); /* k3_seq_clone_copy fills the whole block */
     k3_par_hook_seq_clone(s, d);
     return d;
 }

@@ -15,6 +15,7 @@
 #include "model/comm.h"
 #include "quant/wmat.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 /* Sum buf[0..n) over all tensor-parallel ranks, in place. */
@@ -105,6 +106,11 @@ typedef struct {
     k3_grow_buf mla[K3_MLA_WS_N]; /* mla.c */
 } k3_workspace;
 
+/* At most this many freed sequence state blocks are kept for reuse, and
+ * K3_SPARE_BYTES of them in all (model.c, "state blocks"). */
+#define K3_SPARE_STATES 4
+#define K3_SPARE_BYTES ((size_t)1 << 30)
+
 struct k3_model {
     k3_ckpt ck;
     const k3_config *c; /* = &ck.cfg */
@@ -123,6 +129,10 @@ struct k3_model {
     atomic_int ws_busy; /* 1 while a pass uses ws; a concurrent pass makes its own */
     int drop_pages;     /* 1: after each layer and the head, unmap the weight pages from this
                            process (page cache kept): bounded RSS, e.g. k3 quantize's check */
+    /* freed sequences' state blocks kept for the next sequences (model.c) */
+    pthread_mutex_t spare_mu;
+    float *spare[K3_SPARE_STATES];
+    int n_spare;
 };
 
 typedef struct {
