@@ -68,8 +68,6 @@ struct serve_pcache {
     snap *parked;      /* evicted while busy: freed once idle */
     int stop, hold, running;
     pthread_t copier;
-    void (*notify)(void *);
-    void *notify_arg;
 };
 
 static void snap_free(snap *p) {
@@ -114,12 +112,7 @@ static void *copier_main(void *arg) {
         if (k->t) k->t->pending = 0;
         pc->st.copies++;
         pthread_cond_broadcast(&pc->done);
-        void (*fn)(void *) = pc->notify;
-        void *fa = pc->notify_arg;
-        pthread_mutex_unlock(&pc->mu);
         free(k);
-        if (fn) fn(fa);
-        pthread_mutex_lock(&pc->mu);
     }
     pthread_mutex_unlock(&pc->mu);
     return NULL;
@@ -135,13 +128,6 @@ serve_pcache *serve_pcache_new(size_t budget_bytes, int vocab) {
     /* without a copier thread (budget 0, or it cannot start) copies are made inline */
     pc->running = budget_bytes && !pthread_create(&pc->copier, NULL, copier_main, pc);
     return pc;
-}
-
-void serve_pcache_set_notify(serve_pcache *pc, void (*fn)(void *), void *arg) {
-    pthread_mutex_lock(&pc->mu);
-    pc->notify = fn;
-    pc->notify_arg = arg;
-    pthread_mutex_unlock(&pc->mu);
 }
 
 void serve_pcache_hold(serve_pcache *pc, int hold) {

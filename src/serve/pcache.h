@@ -22,12 +22,12 @@
  * under its mutex from the HTTP threads.
  *
  * The copies (hundreds of MB per snapshot at real size) are made by the
- * cache's own copier thread, so the scheduler keeps stepping the other
- * sequences meanwhile: the _async calls queue the copy and hand back a
- * ticket, and the sequences involved must not be fed or freed until it is
- * no longer pending. A restore from a snapshot whose own copy is still queued
- * is made after it (one thread, FIFO). Sequences are created and freed on the
- * caller's thread only (in driver/follower mode that sends a command). */
+ * cache's own copier thread, so the scheduler can go on with other work
+ * meanwhile: the _async calls queue the copy and hand back a ticket, and the
+ * sequences involved must not be fed or freed until it is no longer pending.
+ * A restore from a snapshot whose own copy is still queued is made after it
+ * (one thread, FIFO). Sequences are created and freed on the caller's thread
+ * only (in driver/follower mode that sends a command). */
 #ifndef K3_SERVE_PCACHE_H
 #define K3_SERVE_PCACHE_H
 
@@ -92,8 +92,6 @@ void serve_pcache_insert_take(serve_pcache *pc, const char *scope, size_t scope_
 int serve_pcache_copying(serve_pcache *pc, const serve_pcache_ticket *t);
 /* Block until the ticket's copy is made. */
 void serve_pcache_wait(serve_pcache *pc, const serve_pcache_ticket *t);
-/* Called (on the copier thread) after each copy: the scheduler wakes up. */
-void serve_pcache_set_notify(serve_pcache *pc, void (*fn)(void *), void *arg);
 /* Free snapshots evicted while a copy used them, now that none does (the
  * insert and lookup calls do this too). */
 void serve_pcache_reap(serve_pcache *pc);
