@@ -612,6 +612,75 @@ TEST(matmul_avx512_bitwise_avx2) {
     }
 }
 
+/* The token-lane product (matmul_tok_avx512.c), called directly whatever T,
+ * against the AVX2 panel tile: the same FMA chain per output, so the same
+ * bits, for every format, rows around its 12-row tiles and 48-row claims,
+ * K off the vector width and past the 1024-column chunks, tokens around its
+ * 16-lane vectors and 32-token blocks (half-empty last vectors included),
+ * 1 and 2 threads. */
+static int tok_same_bits(const k3_wmat *W, int64_t T) {
+    float *X = malloc(sizeof(float) * (size_t)(T * W->cols));
+    float *A = malloc(sizeof(float) * (size_t)(T * W->rows));
+    float *B = malloc(sizeof(float) * (size_t)(T * W->rows));
+    for (int64_t i = 0; i < T * W->cols; i++) X[i] = (float)t_rand();
+    k3_kernels_set_mode(K3_KERNELS_AVX2);
+    k3_matmul(W, X, T, A);
+    k3_kernels_set_mode(K3_KERNELS_AUTO);
+    int same = 1;
+    for (int th = 1; th <= 2; th++) {
+        omp_set_num_threads(th);
+        memset(B, 0xff, sizeof(float) * (size_t)(T * W->rows));
+        k3_matmul_tok_avx512(W, X, T, B);
+        same &= memcmp(A, B, sizeof(float) * (size_t)(T * W->rows)) == 0;
+    }
+    n_compared++;
+    free(X);
+    free(A);
+    free(B);
+    return same;
+}
+
+TEST(matmul_tok_avx512_bitwise_avx2) {
+    /* last tiles of 1..11 rows; claims of 48 rows and less */
+    const int64_t rows[] = {1, 5, 7, 11, 13, 20, 31, 46, 49, 90, 99, 130};
+    const int64_t toks[] = {17, 2, 31, 32, 33, 47, 70};
+    const int bits[] = {2, 3, 4, 5, 6, 8};
+    for (int i = 0; i < 12; i++) {
+        const int64_t R = rows[i], T = toks[i % 7];
+        const k3_wfmt ff[] = {K3_W_F32, K3_W_F16, K3_W_BF16};
+        for (int f = 0; f < 3; f++) {
+            owned_mat m = make_mat(ff[f], R, 1 + 37 * (i + f) + (i % 3) * 64, 0, 0, K3_W_F32);
+            CHECK(tok_same_bits(&m.w, T), "%s R=%lld K=%lld T=%lld", k3_wfmt_name(ff[f]),
+                  (long long)R, (long long)m.w.cols, (long long)T);
+            free_mat(&m);
+        }
+        owned_mat x = make_mat(K3_W_MXFP4, R, 32 * (1 + 3 * i), 4, 32, K3_W_F32);
+        CHECK(tok_same_bits(&x.w, T), "mxfp4 R=%lld T=%lld", (long long)R, (long long)T);
+        free_mat(&x);
+        const int g = 32 << (i % 3);
+        owned_mat a =
+            make_mat(K3_W_AFFINE, R, g * (1 + i % 4), bits[i % 6], g, i % 2 ? K3_W_BF16 : K3_W_F16);
+        CHECK(tok_same_bits(&a.w, T), "affine%d/%d R=%lld T=%lld", bits[i % 6], g, (long long)R,
+              (long long)T);
+        free_mat(&a);
+    }
+    /* wider than 4096 columns: 1024-column chunks continuing the partial sums */
+    const int64_t kf[] = {4097, 5000, 6151};
+    const k3_wfmt ff[] = {K3_W_F32, K3_W_BF16, K3_W_BF16};
+    for (int f = 0; f < 3; f++) {
+        owned_mat m = make_mat(ff[f], 50 + 7 * f, kf[f], 0, 0, K3_W_F32);
+        CHECK(tok_same_bits(&m.w, 20 + 13 * f), "%s chunked K=%lld", k3_wfmt_name(ff[f]),
+              (long long)kf[f]);
+        free_mat(&m);
+    }
+    owned_mat xc = make_mat(K3_W_MXFP4, 61, 32 * 131, 4, 32, K3_W_F32);
+    CHECK(tok_same_bits(&xc.w, 45), "mxfp4 chunked K=4192");
+    free_mat(&xc);
+    owned_mat ac = make_mat(K3_W_AFFINE, 29, 64 * 67, 4, 64, K3_W_BF16);
+    CHECK(tok_same_bits(&ac.w, 32), "affine4/64 chunked K=4288");
+    free_mat(&ac);
+}
+
 /* AVX-512 products of 2..8 tokens (MXFP4: 16; batched decode) read the weights in
  * place (matmul_few_avx512.c): within the bound of every format (the
  * checks above), and here bitwise: k3_matmul == k3_matmul_few for the same
@@ -753,6 +822,7 @@ int main(void) {
     RUN(ref_mode_is_reachable);
     if (k3_cpu_has_avx512()) RUN(avx2_only_mode);
     if (k3_cpu_has_avx512()) RUN(matmul_avx512_bitwise_avx2);
+    if (k3_cpu_has_avx512()) RUN(matmul_tok_avx512_bitwise_avx2);
     if (k3_cpu_has_avx512()) RUN(few_avx512_rows);
     if (k3_cpu_has_avx512()) RUN(few_bf16_avx512);
     printf("  (%d products compared)\n", n_compared);

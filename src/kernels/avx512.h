@@ -41,6 +41,10 @@ int k3_matvec_affine_colblocks_avx512(const k3_wmat *W, int nb, const float *con
 /* The prefill tile in 16-lane registers (matmul_avx512.c): every format the
  * AVX2 kernels support (same decoder), bitwise equal to k3_matmul_avx2. */
 void k3_matmul_avx512(const k3_wmat *W, const float *X, int64_t T, float *Y);
+/* The same product with tokens in the lanes (matmul_tok_avx512.c): no weight
+ * transpose, the activations transposed once per call; bitwise equal to
+ * k3_matmul_avx512. For a few dozen tokens, where packing the panel weighs. */
+void k3_matmul_tok_avx512(const k3_wmat *W, const float *X, int64_t T, float *Y);
 /* The few-token product (matmul_few_avx512.c): weights read in place, no
  * panel; token t's result depends on W's row and X's token t alone (not on
  * T, the row range or threads). Serial. Any T; meant for T <= 16. */

@@ -249,7 +249,26 @@ K3_AVX512 static void panel_product(const k3_wmat *W, int64_t r0, int n, const f
 }
 
 /* The OpenMP region lives in this plain function (see k3_parallel_rows). */
+/* Where the token-lane product (matmul_tok_avx512.c) beats the panel: it
+ * skips the panel's transposes but fills 16 token lanes, so it pays where
+ * the packing weighs and few lanes go empty. kmicro, one core of this Xeon
+ * (weights in its L3): MXFP4 3072 x 3584 (K3's experts) at 17-96 tokens
+ * 76-168 against 63-136 GFLOP/s, level at 128; bf16 and affine 4-bit
+ * 1024 x 7168 at 32 tokens 129-141 against 107-123, but 68-110 against
+ * 78-123 at 17, 40 and 48 (half-empty last vectors), level at 24 and 64,
+ * behind from 96 on. On the v32k real slice (weights from memory) every
+ * product in the token layout prefilled 48 tokens at 18.7-19.1 against
+ * 19.8-20.6 tok/s, and 64 at 21.6-22.0 against 20.6-22.4. */
+static int tok_wins(const k3_wmat *W, int64_t T) {
+    if (W->fmt == K3_W_MXFP4) return T >= 17 && T <= 96;
+    return T >= 25 && T <= 32;
+}
+
 void k3_matmul_avx512(const k3_wmat *W, const float *X, int64_t T, float *Y) {
+    if (tok_wins(W, T)) {
+        k3_matmul_tok_avx512(W, X, T, Y);
+        return;
+    }
     const int64_t R = W->rows, npanels = (R + PANEL_ROWS - 1) / PANEL_ROWS;
     if (R * W->cols * T < 65536 || npanels == 1 || k3_kernels_serial()) {
         for (int64_t r0 = 0; r0 < R; r0 += PANEL_ROWS)

@@ -15,7 +15,8 @@ enum {
     K3_SCRATCH_XPERM_T, /* few-token bf16: the tokens' de-interleaved activations */
     K3_SCRATCH_XPERM_B, /* few-token column blocks: every block's prepared activations */
     K3_SCRATCH_ROWSC,
-    K3_SCRATCH_KDA, /* model/kda.c: one layer's activations (main thread) */
+    K3_SCRATCH_KDA,  /* model/kda.c: one layer's activations (main thread) */
+    K3_SCRATCH_XTOK, /* the token-lane product: the tokens' transposed activations */
     K3_SCRATCH_N
 };
 
