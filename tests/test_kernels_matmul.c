@@ -530,23 +530,21 @@ TEST(ref_mode_is_reachable) {
     free_mat(&a);
 }
 
-/* The AVX-512 prefill tile (32-row panels, 12-token tiles) against the AVX2
- * one (16 x 6): the same FMA sequence per output, so the bits must agree on
- * every format, panel tails (rows not a multiple of 8/16/32), K off the
- * vector width, token counts around the tile sizes, 1 and 2 threads. */
-static int avx512_tile_same_bits(const k3_wmat *W, int64_t T) {
+/* product(W, X, T, Y) against the AVX2 tile on the same X: bitwise equal at
+ * 1 and 2 threads (1), or not (0). */
+typedef void (*product_fn)(const k3_wmat *W, const float *X, int64_t T, float *Y);
+static int same_bits_as_avx2(const k3_wmat *W, int64_t T, product_fn product) {
     float *X = malloc(sizeof(float) * (size_t)(T * W->cols));
     float *A = malloc(sizeof(float) * (size_t)(T * W->rows));
     float *B = malloc(sizeof(float) * (size_t)(T * W->rows));
     for (int64_t i = 0; i < T * W->cols; i++) X[i] = (float)t_rand();
     k3_kernels_set_mode(K3_KERNELS_AVX2);
     k3_matmul(W, X, T, A);
-    k3_kernels_set_mode(K3_KERNELS_AVX512);
     int same = 1;
     for (int th = 1; th <= 2; th++) {
         omp_set_num_threads(th);
         memset(B, 0xff, sizeof(float) * (size_t)(T * W->rows));
-        k3_matmul(W, X, T, B);
+        product(W, X, T, B);
         same &= memcmp(A, B, sizeof(float) * (size_t)(T * W->rows)) == 0;
     }
     k3_kernels_set_mode(K3_KERNELS_AUTO);
@@ -555,6 +553,19 @@ static int avx512_tile_same_bits(const k3_wmat *W, int64_t T) {
     free(A);
     free(B);
     return same;
+}
+
+static void matmul_in_avx512_mode(const k3_wmat *W, const float *X, int64_t T, float *Y) {
+    k3_kernels_set_mode(K3_KERNELS_AVX512);
+    k3_matmul(W, X, T, Y);
+}
+
+/* The AVX-512 prefill tile (32-row panels, 12-token tiles) against the AVX2
+ * one (16 x 6): the same FMA sequence per output, so the bits must agree on
+ * every format, panel tails (rows not a multiple of 8/16/32), K off the
+ * vector width, token counts around the tile sizes, 1 and 2 threads. */
+static int avx512_tile_same_bits(const k3_wmat *W, int64_t T) {
+    return same_bits_as_avx2(W, T, matmul_in_avx512_mode);
 }
 
 TEST(matmul_avx512_bitwise_avx2) {
@@ -619,25 +630,7 @@ TEST(matmul_avx512_bitwise_avx2) {
  * 16-lane vectors and 32-token blocks (half-empty last vectors included),
  * 1 and 2 threads. */
 static int tok_same_bits(const k3_wmat *W, int64_t T) {
-    float *X = malloc(sizeof(float) * (size_t)(T * W->cols));
-    float *A = malloc(sizeof(float) * (size_t)(T * W->rows));
-    float *B = malloc(sizeof(float) * (size_t)(T * W->rows));
-    for (int64_t i = 0; i < T * W->cols; i++) X[i] = (float)t_rand();
-    k3_kernels_set_mode(K3_KERNELS_AVX2);
-    k3_matmul(W, X, T, A);
-    k3_kernels_set_mode(K3_KERNELS_AUTO);
-    int same = 1;
-    for (int th = 1; th <= 2; th++) {
-        omp_set_num_threads(th);
-        memset(B, 0xff, sizeof(float) * (size_t)(T * W->rows));
-        k3_matmul_tok_avx512(W, X, T, B);
-        same &= memcmp(A, B, sizeof(float) * (size_t)(T * W->rows)) == 0;
-    }
-    n_compared++;
-    free(X);
-    free(A);
-    free(B);
-    return same;
+    return same_bits_as_avx2(W, T, k3_matmul_tok_avx512);
 }
 
 TEST(matmul_tok_avx512_bitwise_avx2) {
