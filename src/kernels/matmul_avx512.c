@@ -213,17 +213,6 @@ K3_AVX512 static void tile_any(const float *P, const float *X, int64_t ldx, int6
 #undef CASE
 }
 
-/* Columns per panel chunk: a multiple of every group size, so a chunk is a
- * column view that packs like a whole matrix. Only matrices wider than
- * 4096 columns are cut (their panel, 512 KiB and more, and the tokens' rows
- * no longer share the L2): at 3584 columns (MXFP4 experts, T = 128) chunks
- * measured 4-9% slower than the whole panel. The whole row also when the
- * group does not divide PANEL_COLS. */
-static int64_t chunk_cols(const k3_wmat *W) {
-    int64_t g = W->fmt == K3_W_MXFP4 || W->fmt == K3_W_AFFINE ? W->group : 8;
-    return g > 0 && PANEL_COLS % g == 0 && W->cols > 4 * PANEL_COLS ? PANEL_COLS : W->cols;
-}
-
 /* Rows [r0, r0+n) of Y for all T tokens, one chunk of PANEL_COLS columns at
  * a time: pack the chunk's panel (32 x 1024 floats, 128 KiB: it stays in L2
  * while every 12-token tile reads it, where a whole 7168-column panel plus
@@ -234,7 +223,8 @@ static int64_t chunk_cols(const k3_wmat *W) {
  * depend on the chunking. */
 K3_AVX512 static void panel_product(const k3_wmat *W, int64_t r0, int n, const float *X, int64_t T,
                                     float *Y) {
-    const int64_t K = W->cols, R = W->rows, kc = chunk_cols(W), kp = k3_round8(kc);
+    const int64_t K = W->cols, R = W->rows, kc = k3_prefill_chunk_cols(W, PANEL_COLS),
+                  kp = k3_round8(kc);
     float *buf = k3_scratch(K3_SCRATCH_PANEL, sizeof(float) * (size_t)((8 + PANEL_ROWS) * kp));
     float *P = buf, *rows = buf + PANEL_ROWS * kp; /* P first: 64-byte aligned */
     for (int64_t c0 = 0; c0 < K; c0 += kc) {

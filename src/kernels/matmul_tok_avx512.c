@@ -171,14 +171,6 @@ K3_AVX512 static void tok_tile_any(const float *Wf, int64_t ldw, const float *Xt
 #undef CASE
 }
 
-/* Columns per chunk, as the panel product cuts them: a multiple of every
- * group size; only matrices wider than 4096 columns are cut, so that a
- * chunk of the tokens (128 KiB at 32 tokens) stays in L2 for every row. */
-static int64_t tok_chunk_cols(const k3_wmat *W) {
-    int64_t g = W->fmt == K3_W_MXFP4 || W->fmt == K3_W_AFFINE ? W->group : 8;
-    return g > 0 && TOK_COLS % g == 0 && W->cols > 4 * TOK_COLS ? TOK_COLS : W->cols;
-}
-
 /* Bits a weight takes in W's data (scales and biases aside). */
 static int tok_weight_bits(const k3_wmat *W) {
     switch (W->fmt) {
@@ -217,7 +209,8 @@ static tok_pf tok_share(const k3_wmat *W, int64_t nr0, int nn, int64_t c1, int64
  * into L2 as they go (after the last chunk, the next block's first). */
 K3_AVX512 static void tok_rows(const k3_wmat *W, int64_t r0, int nr, const float *Xt, int64_t T,
                                float *Y) {
-    const int64_t K = W->cols, R = W->rows, kc = tok_chunk_cols(W), ldw = k3_round8(kc) + 16;
+    const int64_t K = W->cols, R = W->rows, kc = k3_prefill_chunk_cols(W, TOK_COLS),
+                  ldw = k3_round8(kc) + 16;
     const int64_t nb = (T + TOK_LANES - 1) / TOK_LANES, per_b = BLOCK_ROWS * TOK_LANES;
     float *buf =
         k3_scratch(K3_SCRATCH_PANEL, sizeof(float) * (size_t)(BLOCK_ROWS * ldw + nb * per_b));
