@@ -238,7 +238,6 @@ K3_AVX512 static void panel_product(const k3_wmat *W, int64_t r0, int n, const f
     }
 }
 
-/* The OpenMP region lives in this plain function (see k3_parallel_rows). */
 /* Where the token-lane product (matmul_tok_avx512.c) beats the panel: it
  * skips the panel's transposes but fills 16 token lanes, so it pays where
  * the packing weighs and few lanes go empty. kmicro, one core of this Xeon
@@ -254,6 +253,7 @@ static int tok_wins(const k3_wmat *W, int64_t T) {
     return T >= 25 && T <= 32;
 }
 
+/* The OpenMP region lives in this plain function (see k3_parallel_rows). */
 void k3_matmul_avx512(const k3_wmat *W, const float *X, int64_t T, float *Y) {
     if (tok_wins(W, T)) {
         k3_matmul_tok_avx512(W, X, T, Y);
