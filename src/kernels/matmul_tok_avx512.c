@@ -63,6 +63,15 @@ K3_AVX512 static void transpose_tokens(const float *X, int64_t T, int64_t K, flo
     }
 }
 
+/* Weight lines to fetch into L2 while a tile runs: n lines, from p, `line`
+ * bytes of each row of `stride` bytes (the next chunk's rows, see tok_rows),
+ * one every `every` iterations of k. */
+typedef struct {
+    const char *p;
+    size_t stride, line;
+    int64_t n, every;
+} tok_pf;
+
 /* out[i][0..32) (+)= sum over k < K of Xt[k][0..32) * Wf[i][k] for rows i < NR,
  * the second 16 tokens only when NV is 2 (both compile-time constants after
  * inlining); from zero, or (acc) from the partial sums in out. */
@@ -87,15 +96,6 @@ K3_AVX512 static void transpose_tokens(const float *X, int64_t T, int64_t K, flo
             if (NV > 1) _mm512_store_ps(out + i * TOK_LANES + 16, b##i);                           \
         }                                                                                          \
     } while (0)
-/* Weight lines to fetch into L2 while a tile runs: n lines, from p, `line`
- * bytes of each row of `stride` bytes (the next chunk's rows, see tok_rows),
- * one every `every` iterations of k. */
-typedef struct {
-    const char *p;
-    size_t stride, line;
-    int64_t n, every;
-} tok_pf;
-
 K3_AVX512_INLINE void tok_tile(const float *Wf, int64_t ldw, const float *Xt, int64_t K, int acc,
                                int NR, int NV, float *out, tok_pf pf) {
     ACC(0) ACC(1) ACC(2) ACC(3) ACC(4) ACC(5) ACC(6) ACC(7) ACC(8) ACC(9) ACC(10) ACC(11);
