@@ -171,19 +171,6 @@ K3_AVX512 static void tok_tile_any(const float *Wf, int64_t ldw, const float *Xt
 #undef CASE
 }
 
-/* Bits a weight takes in W's data (scales and biases aside). */
-static int tok_weight_bits(const k3_wmat *W) {
-    switch (W->fmt) {
-    case K3_W_F32:
-        return 32;
-    case K3_W_F16:
-    case K3_W_BF16:
-        return 16;
-    default:
-        return W->bits;
-    }
-}
-
 /* The prefetch share of tile g (rows g .. g+11 of the block) in the chunk
  * that follows: rows [nr0, nr0 + nn) of W, columns [c1, c1 + kn1), spread
  * over the tile's kn iterations. */
@@ -192,7 +179,7 @@ static tok_pf tok_share(const k3_wmat *W, int64_t nr0, int nn, int64_t c1, int64
     tok_pf pf = {0};
     const int rows = nn - g < TOK_ROWS ? nn - g : TOK_ROWS;
     if (rows <= 0 || kn1 <= 0) return pf;
-    const int64_t bits = tok_weight_bits(W);
+    const int64_t bits = k3_wmat_weight_bits(W);
     pf.p = (const char *)W->data + (size_t)(nr0 + g) * W->row_stride + (size_t)(c1 * bits / 8);
     pf.stride = W->row_stride;
     pf.line = ((size_t)((kn1 * bits + 7) / 8) + 63) / 64 * 64;

@@ -55,6 +55,19 @@ static inline float k3_wmat_elt(k3_wfmt fmt, const uint8_t *p, int64_t i) {
     }
 }
 
+/* Bits a weight takes in W's data, its scales and biases aside. */
+static inline int k3_wmat_weight_bits(const k3_wmat *W) {
+    switch (W->fmt) {
+    case K3_W_F32:
+        return 32;
+    case K3_W_F16:
+    case K3_W_BF16:
+        return 16;
+    default:
+        return W->bits;
+    }
+}
+
 /* Name of a format, for messages ("bf16", "mxfp4", "affine4/64"...). */
 const char *k3_wfmt_name(k3_wfmt f);
 
