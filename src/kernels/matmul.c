@@ -50,17 +50,34 @@ void k3_matvec(const k3_wmat *W, const float *x, float *y) {
         k3_matvec_ref(W, x, y);
 }
 
-/* 2..8 tokens (batched decode; MXFP4 and the float formats up to 16) on
- * AVX-512: the few-token kernel, which reads the weights in place instead of
- * packing panels (the panel tile wins above that; on Zen 5 the few-token
+/* 2..8 tokens (batched decode; the float formats up to 16, MXFP4 up to 24)
+ * on AVX-512: the few-token kernel, which reads the weights in place instead
+ * of packing panels (the panel tile wins above that; on Zen 5 the few-token
  * kernel was 1.2-1.6x faster for bf16 experts of 256x512 at 9..16 tokens and
  * even on 1024x1024 and 2048x7168, while affine 4/8-bit panels stayed
- * ahead: bench/kmicro.c), rows split
- * over the threads in blocks of FEW_ROWS (dynamic: a preempted thread's
- * blocks go to the other; each row's result does not depend on the split). */
+ * ahead: bench/kmicro.c). For MXFP4 the token-lane kernel takes over at 25
+ * (matmul_tok_avx512.c): at K3's expert shapes (384 x 3584, 3584 x 384,
+ * 3072 x 3584, one core, Zen 5) the few-token kernel ran 122-141 GFLOP/s
+ * from 17 to 24 tokens against 84-129 for token lanes, level at 26, behind
+ * at 28. Rows are split over the threads in blocks of FEW_ROWS (dynamic: a
+ * preempted thread's blocks go to the other; each row's result does not
+ * depend on the split). */
 #define K3_FEW_TOKENS 8
-#define K3_FEW_TOKENS_WIDE 16 /* MXFP4 and f32/f16/bf16 */
+#define K3_FEW_TOKENS_FLOAT 16 /* f32/f16/bf16 */
+#define K3_FEW_TOKENS_MXFP4 24
 #define FEW_ROWS 64
+
+/* The most tokens k3_matmul gives the few-token kernel, by format. */
+static int64_t few_tokens_max(const k3_wmat *W) {
+    switch (W->fmt) {
+    case K3_W_AFFINE:
+        return K3_FEW_TOKENS;
+    case K3_W_MXFP4:
+        return K3_FEW_TOKENS_MXFP4;
+    default:
+        return K3_FEW_TOKENS_FLOAT;
+    }
+}
 
 static int use_few_avx512(const k3_wmat *W) {
     return k3_kernels_active() == K3_KERNELS_AVX512 && k3_few_avx512_supports(W);
@@ -87,8 +104,7 @@ void k3_matmul(const k3_wmat *W, const float *X, int64_t T, float *Y) {
     }
     if (T == 1)
         matvec_fast(W, X, Y);
-    else if ((T <= K3_FEW_TOKENS || (T <= K3_FEW_TOKENS_WIDE && W->fmt != K3_W_AFFINE)) &&
-             use_few_avx512(W))
+    else if (T <= few_tokens_max(W) && use_few_avx512(W))
         matmul_few_threaded(W, X, T, Y);
     else if (k3_kernels_active() == K3_KERNELS_AVX512)
         k3_matmul_avx512(W, X, T, Y);
