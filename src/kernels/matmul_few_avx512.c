@@ -21,11 +21,12 @@
  * ((0+1)+(2+3)). So token t's result does not depend on T, on the block
  * shape, on row slices or on threads (tests/test_kernels_matmul.c). It
  * differs from the one-token matvec and from the panel tile in rounding only.
- * The column loops also fetch the next 16 rows into L2 (few_pf), which
+ * The column loops also fetch the next 16 rows into L2 (l2fetch.h), which
  * changes no result. */
 #include "kernels/avx512.h"
 #include "kernels/avx2.h"
 #include "kernels/avx2_decode.h"
+#include "kernels/l2fetch.h"
 #include "quant/dtype.h"
 
 #include "kernels/cpu.h"
@@ -71,24 +72,6 @@ K3_AVX512_INLINE __m512i mx_idx(const uint8_t *row, int64_t c, int kind) {
     return idx;
 }
 
-/* The next row block's weights, fetched into L2 while this one runs: `left`
- * lines from p, `line` bytes of each row of `stride` bytes, one per `every`
- * steps of the column loops (see k3_matmul_few_rows_avx512). */
-typedef struct {
-    const char *p;
-    size_t stride, line, off;
-    int64_t left, every, wait;
-} few_pf;
-
-K3_AVX512_INLINE void few_pf_step(few_pf *pf) {
-    if (pf->left <= 0 || --pf->wait > 0) return;
-    _mm_prefetch(pf->p + pf->off, _MM_HINT_T1);
-    pf->wait = pf->every;
-    pf->left--;
-    pf->off += 64;
-    if (pf->off >= pf->line) pf->off = 0, pf->p += pf->stride;
-}
-
 /* 16 weights of row r from column c (c % 16 == 0) as f32; lanes >= n are 0
  * (n < 16 only for the float formats' last step). */
 K3_AVX512_INLINE __m512 dec16(const k3_wmat *W, int64_t r, int64_t c, int n, int kind) {
@@ -129,7 +112,7 @@ K3_AVX512_INLINE __m512 dec16(const k3_wmat *W, int64_t r, int64_t c, int n, int
  * 3072x3584 at 1..16 tokens, 384x3584, 3584x384; bench/RESULTS.md). */
 K3_AVX512_INLINE int64_t mx_block32(const k3_wmat *W, const int64_t *rr_of, const float *X,
                                     __m512 *acc, int RB, int TB, int kind, int64_t c, int64_t c1,
-                                    few_pf *pf) {
+                                    k3_l2fetch *pf) {
     const int64_t K = W->cols;
     const __m512 lut = _mm512_setr_ps(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
     for (; c + 32 <= c1; c += 32) {
@@ -152,7 +135,7 @@ K3_AVX512_INLINE int64_t mx_block32(const k3_wmat *W, const int64_t *rr_of, cons
                 acc[tt * RB + rr] = _mm512_fmadd_ps(w1, x1[tt], acc[tt * RB + rr]);
             }
         }
-        few_pf_step(pf);
+        k3_l2fetch_step(pf);
     }
     return c;
 }
@@ -172,7 +155,7 @@ K3_AVX512_INLINE void affine_sb(const k3_wmat *W, int64_t r, int64_t c, __m512 *
  * are summed into Y[t, r0 + i]. */
 K3_AVX512_INLINE void block(const k3_wmat *W, int64_t r0, int nr, const float *X, float *Y,
                             int64_t ldy, int RB, int TB, int kind, int64_t c0, int64_t c1,
-                            __m512 *keep, few_pf *pf) {
+                            __m512 *keep, k3_l2fetch *pf) {
     const int64_t K = W->cols;
     __m512 acc[16];
 #pragma GCC unroll 16
@@ -206,7 +189,7 @@ K3_AVX512_INLINE void block(const k3_wmat *W, int64_t r0, int nr, const float *X
             for (int rr = 0; rr < RB; rr++)
                 acc[tt * RB + rr] = _mm512_fmadd_ps(w[rr], x, acc[tt * RB + rr]);
         }
-        few_pf_step(pf);
+        k3_l2fetch_step(pf);
     }
     if (c < c1) { /* float formats only, last chunk: zero-masked tail */
         const int n = (int)(c1 - c);
@@ -244,7 +227,7 @@ K3_AVX512_INLINE void block(const k3_wmat *W, int64_t r0, int nr, const float *X
 #define KC(TB) ((int64_t)(4096 / (TB)) & ~(int64_t)31)
 #define ROWS_FN(KIND, TB, RB)                                                                      \
     K3_AVX512 static void rows_##KIND##_##TB(const k3_wmat *W, int64_t r0, int nr, const float *X, \
-                                             float *Y, int64_t ldy, few_pf *pf) {                  \
+                                             float *Y, int64_t ldy, k3_l2fetch *pf) {              \
         __m512 keep[16 / RB][16];                                                                  \
         const int64_t K = W->cols;                                                                 \
         for (int64_t c0 = 0; c0 < K; c0 += KC(TB)) {                                               \
@@ -254,11 +237,13 @@ K3_AVX512_INLINE void block(const k3_wmat *W, int64_t r0, int nr, const float *X
                       keep[i / RB], pf);                                                           \
         }                                                                                          \
     }
+/* Rows of a block for a group of TB tokens: 16 accumulators in all. */
+#define FEW_RB(TB) ((TB) == 1 ? 16 : (TB) == 2 ? 8 : 4)
 #define KIND_FNS(KIND)                                                                             \
-    ROWS_FN(KIND, 1, 16)                                                                           \
-    ROWS_FN(KIND, 2, 8)                                                                            \
-    ROWS_FN(KIND, 3, 4)                                                                            \
-    ROWS_FN(KIND, 4, 4)
+    ROWS_FN(KIND, 1, FEW_RB(1))                                                                    \
+    ROWS_FN(KIND, 2, FEW_RB(2))                                                                    \
+    ROWS_FN(KIND, 3, FEW_RB(3))                                                                    \
+    ROWS_FN(KIND, 4, FEW_RB(4))
 KIND_FNS(F_F32)
 KIND_FNS(F_F16)
 KIND_FNS(F_MXFP4)
@@ -266,7 +251,8 @@ KIND_FNS(F_AFF8)
 KIND_FNS(F_AFFX)
 KIND_FNS(F_MXFP4V)
 
-typedef void (*rows_fn)(const k3_wmat *, int64_t, int, const float *, float *, int64_t, few_pf *);
+typedef void (*rows_fn)(const k3_wmat *, int64_t, int, const float *, float *, int64_t,
+                        k3_l2fetch *);
 #define KIND_TABLE(KIND)                                                                           \
     { rows_##KIND##_1, rows_##KIND##_2, rows_##KIND##_3, rows_##KIND##_4 }
 static const rows_fn table[6][4] = {KIND_TABLE(F_F32),  KIND_TABLE(F_F16),  KIND_TABLE(F_MXFP4),
@@ -307,13 +293,18 @@ void k3_few_avx512_prepare_into(const k3_wmat *W, const float *X, int64_t T, flo
     if (W->fmt == K3_W_BF16) k3_few_bf16_prepare_into(W, X, T, Xp);
 }
 
-/* Tokens in the next group of a block when `left` remain, and the rows of a
- * block for a group of tb tokens (ROWS_FN's RB). */
+/* Tokens in the next group of a block when `left` remain. */
 static int few_group(int64_t left) {
     return left <= 4 ? (int)left : left >= 8 ? 4 : (int)((left + 1) / 2);
 }
-static int few_rb(int tb) {
-    return tb == 1 ? 16 : tb == 2 ? 8 : 4;
+
+/* Column steps the kernels take over a block of nr rows for all T tokens
+ * (each token group's row blocks of FEW_RB, `cols` steps each). */
+static int64_t block_steps(int64_t T, int nr, int64_t cols) {
+    int64_t steps = 0;
+    for (int64_t t = 0; t < T; t += few_group(T - t))
+        steps += (nr + FEW_RB(few_group(T - t)) - 1) / FEW_RB(few_group(T - t)) * cols;
+    return steps;
 }
 
 void k3_matmul_few_rows_avx512(const k3_wmat *W, int64_t r0, int64_t r1, const float *X, int64_t T,
@@ -329,24 +320,14 @@ void k3_matmul_few_rows_avx512(const k3_wmat *W, int64_t r0, int64_t r1, const f
      * memory, without it, 3072 x 3584 MXFP4 ran at 99-131 GFLOP/s on one core
      * against 135-163 from L3 (4 and 8 tokens). */
     const int64_t step = kind == F_MXFP4 || kind == F_MXFP4V ? 32 : 16;
-    const size_t line = ((size_t)((K * k3_wmat_weight_bits(W) + 7) / 8) + 63) / 64 * 64;
+    const size_t bytes = (size_t)((K * k3_wmat_weight_bits(W) + 7) / 8);
     for (int64_t r = r0; r < r1; r += 16) {
         const int nr = r1 - r < 16 ? (int)(r1 - r) : 16;
         const int64_t rn = r + 16, nn = R - rn < 16 ? R - rn : 16;
-        few_pf pf = {0};
-        if (nn > 0) {
-            int64_t steps = 0; /* column steps of all token groups over this block */
-            for (int64_t t = 0; t < T; t += few_group(T - t)) {
-                const int rb = few_rb(few_group(T - t));
-                steps += (nr + rb - 1) / rb * (K / step);
-            }
-            pf.p = (const char *)W->data + (size_t)rn * W->row_stride;
-            pf.stride = W->row_stride;
-            pf.line = line;
-            pf.left = nn * (int64_t)(line / 64);
-            pf.wait = 1;
-            pf.every = steps / pf.left > 1 ? steps / pf.left : 1;
-        }
+        k3_l2fetch pf = {0};
+        if (nn > 0)
+            pf = k3_l2fetch_rows(W->data + (size_t)rn * W->row_stride, W->row_stride, bytes, nn,
+                                 block_steps(T, nr, K / step));
         for (int64_t t = 0; t < T;) {
             const int tb = few_group(T - t);
             table[kind][tb - 1](W, r, nr, X + t * K, Y + t * R, R, &pf);

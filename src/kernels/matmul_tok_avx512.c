@@ -26,6 +26,7 @@
  * the two layouts a product takes. */
 #include "kernels/avx2.h"
 #include "kernels/avx512.h"
+#include "kernels/l2fetch.h"
 #include "kernels/panel.h"
 #include "kernels/scratch.h"
 
@@ -63,15 +64,6 @@ K3_AVX512 static void transpose_tokens(const float *X, int64_t T, int64_t K, flo
     }
 }
 
-/* Weight lines to fetch into L2 while a tile runs: n lines, from p, `line`
- * bytes of each row of `stride` bytes (the next chunk's rows, see tok_rows),
- * one every `every` iterations of k. */
-typedef struct {
-    const char *p;
-    size_t stride, line;
-    int64_t n, every;
-} tok_pf;
-
 /* out[i][0..32) (+)= sum over k < K of Xt[k][0..32) * Wf[i][k] for rows i < NR,
  * the second 16 tokens only when NV is 2 (both compile-time constants after
  * inlining); from zero, or (acc) from the partial sums in out. */
@@ -97,16 +89,10 @@ typedef struct {
         }                                                                                          \
     } while (0)
 K3_AVX512_INLINE void tok_tile(const float *Wf, int64_t ldw, const float *Xt, int64_t K, int acc,
-                               int NR, int NV, float *out, tok_pf pf) {
+                               int NR, int NV, float *out, k3_l2fetch pf) {
     ACC(0) ACC(1) ACC(2) ACC(3) ACC(4) ACC(5) ACC(6) ACC(7) ACC(8) ACC(9) ACC(10) ACC(11);
-    size_t off = 0;
     for (int64_t k = 0; k < K; k++) {
-        if (pf.n > 0 && k % pf.every == 0) {
-            _mm_prefetch(pf.p + off, _MM_HINT_T1);
-            pf.n--;
-            off += 64;
-            if (off >= pf.line) off = 0, pf.p += pf.stride;
-        }
+        k3_l2fetch_step(&pf);
         const __m512 x0 = _mm512_load_ps(Xt + k * TOK_LANES);
         const __m512 x1 = NV > 1 ? _mm512_load_ps(Xt + k * TOK_LANES + 16) : x0;
         ROW(0);
@@ -142,7 +128,7 @@ K3_AVX512_INLINE void tok_tile(const float *Wf, int64_t ldw, const float *Xt, in
 /* One instantiation per (rows, token vectors), so each keeps only the
  * accumulators it uses. */
 K3_AVX512 static void tok_tile_any(const float *Wf, int64_t ldw, const float *Xt, int64_t K,
-                                   int acc, int nr, int nv, float *out, tok_pf pf) {
+                                   int acc, int nr, int nv, float *out, k3_l2fetch pf) {
 #define CASE(n)                                                                                    \
     case n:                                                                                        \
         if (nv > 1)                                                                                \
@@ -174,18 +160,14 @@ K3_AVX512 static void tok_tile_any(const float *Wf, int64_t ldw, const float *Xt
 /* The prefetch share of tile g (rows g .. g+11 of the block) in the chunk
  * that follows: rows [nr0, nr0 + nn) of W, columns [c1, c1 + kn1), spread
  * over the tile's kn iterations. */
-static tok_pf tok_share(const k3_wmat *W, int64_t nr0, int nn, int64_t c1, int64_t kn1, int g,
-                        int64_t kn) {
-    tok_pf pf = {0};
+static k3_l2fetch tok_share(const k3_wmat *W, int64_t nr0, int nn, int64_t c1, int64_t kn1, int g,
+                            int64_t kn) {
+    const k3_l2fetch none = {0};
     const int rows = nn - g < TOK_ROWS ? nn - g : TOK_ROWS;
-    if (rows <= 0 || kn1 <= 0) return pf;
+    if (rows <= 0 || kn1 <= 0) return none;
     const int64_t bits = k3_wmat_weight_bits(W);
-    pf.p = (const char *)W->data + (size_t)(nr0 + g) * W->row_stride + (size_t)(c1 * bits / 8);
-    pf.stride = W->row_stride;
-    pf.line = ((size_t)((kn1 * bits + 7) / 8) + 63) / 64 * 64;
-    pf.n = rows * (int64_t)(pf.line / 64);
-    pf.every = kn / pf.n > 1 ? kn / pf.n : 1;
-    return pf;
+    return k3_l2fetch_rows(W->data + (size_t)(nr0 + g) * W->row_stride + (size_t)(c1 * bits / 8),
+                           W->row_stride, (size_t)((kn1 * bits + 7) / 8), rows, kn);
 }
 
 /* Rows [r0, r0+nr) (nr <= 48) of Y for all T tokens: per column chunk, the
@@ -214,7 +196,7 @@ K3_AVX512 static void tok_rows(const k3_wmat *W, int64_t r0, int nr, const float
         for (int64_t b = 0; b < nb; b++) {
             const int nv = T - b * TOK_LANES > 16 ? 2 : 1;
             for (int g = 0; g < nr; g += TOK_ROWS) {
-                const tok_pf none = {0};
+                const k3_l2fetch none = {0};
                 tok_tile_any(Wf + g * ldw, ldw, Xt + (b * K + c0) * TOK_LANES, kn, c0 > 0,
                              nr - g < TOK_ROWS ? nr - g : TOK_ROWS, nv,
                              part + b * per_b + g * TOK_LANES,
