@@ -132,6 +132,41 @@ TEST(kept_state_blocks_start_clean) {
     free(b);
 }
 
+/* The reserve: refill faults blocks in piece by piece until `reserve` are
+ * kept, sequences take them (and start from zero), freed ones are kept up to
+ * the reserve, and a smaller reserve frees the rest. */
+TEST(state_reserve_fills_and_is_taken) {
+    size_t block = k3_state_block_bytes(g_m);
+    CHECK(block > 3 * 4096, "the block spans several pieces (%zu bytes)", block);
+    k3_seq *drain[K3_SPARE_STATES];
+    for (int i = 0; i < K3_SPARE_STATES; i++) drain[i] = k3_seq_new(g_m);
+    CHECK(k3_model_state_kept(g_m) == 0, "%d kept after taking them all", k3_model_state_kept(g_m));
+    k3_model_state_reserve(g_m, 9 * block + block / 2, 7); /* 7 blocks: the count limits */
+    g_m->refill_step = 4096;
+    int calls = 0, pieces = (int)((block + 4095) / 4096);
+    while (k3_model_state_refill(g_m) && calls < 1000000) calls++;
+    CHECK(k3_model_state_kept(g_m) == 7, "%d kept", k3_model_state_kept(g_m));
+    CHECK(calls == 7 * pieces, "%d refill calls made progress, expected %d", calls, 7 * pieces);
+    CHECK(k3_model_state_refill(g_m) == 0, "a full reserve adds nothing");
+    float *ref = calloc((size_t)g_V, 4), *a = calloc((size_t)g_V, 4);
+    k3_seq *r = k3_seq_new(g_m); /* from the reserve: zeroed like a fresh one */
+    CHECK(k3_model_state_kept(g_m) == 6);
+    CHECK(k3_forward(r, g_tok, 12, a, 0) == 0);
+    k3_seq_free(r);
+    for (int i = 0; i < K3_SPARE_STATES; i++) k3_seq_free(drain[i]); /* kept: under the reserve */
+    CHECK(k3_model_state_kept(g_m) == 7, "%d kept", k3_model_state_kept(g_m));
+    k3_seq *f = k3_seq_new(g_m);
+    CHECK(k3_forward(f, g_tok, 12, ref, 0) == 0);
+    CHECK(max_diff(a, ref, g_V) == 0.0f, "a reserve block differs by %g", max_diff(a, ref, g_V));
+    k3_seq_free(f);
+    k3_model_state_reserve(g_m, 0, 7); /* back to the default: K3_SPARE_STATES kept */
+    CHECK(k3_model_state_kept(g_m) == K3_SPARE_STATES, "%d kept", k3_model_state_kept(g_m));
+    CHECK(k3_model_state_refill(g_m) == 0, "no reserve, no refill");
+    g_m->refill_step = 0;
+    free(ref);
+    free(a);
+}
+
 TEST(model_info) {
     CHECK(k3_model_eos(g_m) == 999 && k3_model_bos(g_m) == 998);
     CHECK(k3_model_weight_bytes(g_m) > k3_model_active_bytes(g_m) &&
@@ -153,6 +188,7 @@ int main(void) {
     RUN(long_input_is_chunked_transparently);
     RUN(bad_tokens_are_refused);
     RUN(kept_state_blocks_start_clean);
+    RUN(state_reserve_fills_and_is_taken);
     RUN(model_info);
     k3_model_free(g_m);
     return t_done();

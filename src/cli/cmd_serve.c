@@ -44,6 +44,11 @@ static void serve_usage(FILE *f) {
            "                       recurrent state of the 69 KDA layers; 31 MB conv tails)\n"
            "                       + ~55 KB per cached token (24 MLA layers' latents), so\n"
            "                       give K3 --cache-mb 8192 or more; see docs/serve.md\n"
+           "  --state-reserve-mb N sequence state blocks (one per live sequence and per\n"
+           "                       snapshot) kept faulted in while the server is idle, so a\n"
+           "                       burst of requests does not wait on page faults (default:\n"
+           "                       256, at most --cache-mb; 0 = none). At K3's real size a\n"
+           "                       block is ~465 MB: give 4096 to keep 8 ready\n"
            "  --threads N          OpenMP threads for the model (default: all cores)\n"
            "  --act-int8           int8 activations for quantized decode (AVX-512 VNNI;\n"
            "                       faster, lossy, off by default)\n"
@@ -117,6 +122,7 @@ static int parse_opt(const char *a, char *v, serve_opts *o, model_args *m) {
                                              "--parallel",
                                              "--prefill-chunk",
                                              "--cache-mb",
+                                             "--state-reserve-mb",
                                              "--threads",
                                              "--max-queue",
                                              "--max-batch",
@@ -203,6 +209,9 @@ static int parse_opt(const char *a, char *v, serve_opts *o, model_args *m) {
     } else if (!strcmp(a, "--cache-mb")) {
         if (int_arg(a, v, 0, 1 << 24, &x)) return -1;
         o->cache_budget = (size_t)x << 20;
+    } else if (!strcmp(a, "--state-reserve-mb")) {
+        if (int_arg(a, v, 0, 1 << 24, &x)) return -1;
+        o->state_reserve = (size_t)x << 20;
     } else if (!strcmp(a, "--threads")) {
         if (int_arg(a, v, 0, 4096, &x)) return -1;
         m->threads = (int)x;

@@ -130,7 +130,7 @@ void k3_model_free(k3_model *m) {
     free(m->final_norm);
     free(m->w_out);
     k3_workspace_free(&m->ws);
-    for (int i = 0; i < m->n_spare; i++) k3_big_free(m->spare[i]);
+    k3_state_blocks_free(m);
     pthread_mutex_destroy(&m->spare_mu);
     k3_ckpt_close(&m->ck);
     free(m);
@@ -158,19 +158,6 @@ uint64_t k3_model_active_bytes(const k3_model *m) {
 
 /* ---- sequences ---------------------------------------------------------- */
 
-static int64_t kda_P(const k3_config *c) {
-    return (int64_t)c->kda_heads * c->kda_head_dim;
-}
-
-/* Floats of a KDA layer's conv state and of its recurrent state S, each
- * rounded up to 64 bytes within the sequence's state block. */
-static int64_t kda_conv_floats(const k3_config *c) {
-    return ((c->kda_conv_kernel - 1) * 3 * kda_P(c) + 1 + 15) & ~(int64_t)15;
-}
-static int64_t kda_S_floats(const k3_config *c) {
-    return ((int64_t)c->kda_heads * c->kda_head_dim * c->kda_head_dim + 15) & ~(int64_t)15;
-}
-
 /* Point every KDA layer's conv and S into the state block (zeroed), and
  * empty every MLA cache. */
 static void place_state(k3_seq *s) {
@@ -180,35 +167,9 @@ static void place_state(k3_seq *s) {
         k3_layer_cache *lc = &s->lc[i];
         memset(lc, 0, sizeof *lc);
         if (!s->m->L[i].is_kda) continue;
-        lc->conv = p, p += kda_conv_floats(c);
-        lc->S = p, p += kda_S_floats(c);
+        lc->conv = p, p += k3_kda_conv_floats(c);
+        lc->S = p, p += k3_kda_S_floats(c);
     }
-}
-
-/* ---- state blocks ----
- * Every sequence of a model has a state block of the same size (at K3's real
- * size 465 MB). A fresh one costs a page fault per page on its first touch;
- * on a VM that hands freed memory back to its host (free page reporting) that
- * is ~11 ms for the bench preset's 3.4 MB, against ~0.6 ms to copy into a
- * block already touched (k3 serve's prompt cache makes one per snapshot and
- * frees one per eviction). So a freed block is kept for the next sequence,
- * up to K3_SPARE_STATES blocks and K3_SPARE_BYTES in all: a server's memory
- * stays at the high-water mark of live sequences it already reached. */
-
-static float *state_block_take(k3_model *m) {
-    pthread_mutex_lock(&m->spare_mu);
-    float *p = m->n_spare ? m->spare[--m->n_spare] : NULL;
-    pthread_mutex_unlock(&m->spare_mu);
-    return p;
-}
-
-static void state_block_give(k3_model *m, float *p, size_t bytes) {
-    if (!p) return;
-    pthread_mutex_lock(&m->spare_mu);
-    int keep = m->n_spare < K3_SPARE_STATES && (size_t)(m->n_spare + 1) * bytes <= K3_SPARE_BYTES;
-    if (keep) m->spare[m->n_spare++] = p;
-    pthread_mutex_unlock(&m->spare_mu);
-    if (!keep) k3_big_free(p);
 }
 
 /* A sequence whose state block is zeroed (zero) or left as it was, for a
@@ -218,11 +179,8 @@ static k3_seq *seq_make(k3_model *m, int zero) {
     k3_seq *s = k3_xcalloc(1, sizeof *s);
     s->m = m;
     s->lc = k3_xcalloc((size_t)c->num_hidden_layers, sizeof *s->lc);
-    int64_t floats = 0;
-    for (int i = 0; i < c->num_hidden_layers; i++)
-        if (m->L[i].is_kda) floats += kda_conv_floats(c) + kda_S_floats(c);
-    s->state_bytes = sizeof(float) * (size_t)floats;
-    s->state = state_block_take(m);
+    s->state_bytes = k3_state_block_bytes(m);
+    s->state = k3_state_block_take(m); /* a kept block (states.c), or a fresh one */
     if (s->state && zero) memset(s->state, 0, s->state_bytes);
     if (!s->state) s->state = k3_big_calloc(s->state_bytes);
     if (!s->state) k3_die("k3_seq_new: %s", k3_errmsg());
@@ -246,7 +204,7 @@ void k3_seq_free(k3_seq *s) {
     if (!s) return;
     k3_par_hook_seq_free(s);
     free_mla_caches(s);
-    state_block_give(s->m, s->state, s->state_bytes);
+    k3_state_block_give(s->m, s->state, s->state_bytes);
     free(s->lc);
     free(s);
 }

@@ -107,7 +107,7 @@ typedef struct {
 } k3_workspace;
 
 /* At most this many freed sequence state blocks are kept for reuse, and
- * K3_SPARE_BYTES of them in all (model.c, "state blocks"). */
+ * K3_SPARE_BYTES of them in all, unless a reserve asks for more (states.c). */
 #define K3_SPARE_STATES 4
 #define K3_SPARE_BYTES ((size_t)1 << 30)
 
@@ -129,10 +129,15 @@ struct k3_model {
     atomic_int ws_busy; /* 1 while a pass uses ws; a concurrent pass makes its own */
     int drop_pages;     /* 1: after each layer and the head, unmap the weight pages from this
                            process (page cache kept): bounded RSS, e.g. k3 quantize's check */
-    /* freed sequences' state blocks kept for the next sequences (model.c) */
+    /* state blocks kept for the next sequences: freed ones, and the reserve
+       k3_model_state_refill faults in (states.c) */
     pthread_mutex_t spare_mu;
-    float *spare[K3_SPARE_STATES];
-    int n_spare;
+    float **spare;
+    int n_spare, cap_spare;
+    int reserve;        /* blocks to keep ready (k3_model_state_reserve) */
+    float *filling;     /* the block k3_model_state_refill is faulting in (its caller's thread) */
+    size_t filled;      /* bytes of it faulted in so far */
+    size_t refill_step; /* bytes faulted in per refill call (0: 8 MiB) */
 };
 
 typedef struct {
@@ -218,6 +223,16 @@ void k3_kda_step(float *S, int dk, int dv, const float *q, const float *k, const
                  const float *alpha, float beta, float *y);
 
 /* Loader of one layer's weights (model_load.c). */
+/* Sequence state blocks (states.c): the floats of a KDA layer's conv and S
+ * (each rounded up to 64 bytes), the bytes of one block, and the kept list:
+ * take returns a kept block or NULL, give keeps or frees one. */
+int64_t k3_kda_conv_floats(const k3_config *c);
+int64_t k3_kda_S_floats(const k3_config *c);
+size_t k3_state_block_bytes(const k3_model *m);
+float *k3_state_block_take(k3_model *m);
+void k3_state_block_give(k3_model *m, float *p, size_t bytes);
+void k3_state_blocks_free(k3_model *m);
+
 int k3_layer_load(k3_model *m, int i, k3_layer *l);
 void k3_layer_free(k3_layer *l);
 

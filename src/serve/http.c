@@ -39,12 +39,22 @@ void serve_opts_default(serve_opts *o) {
     o->max_active = 64;
     o->prefill_chunk = 64;
     o->cache_budget = (size_t)1 << 30;
+    o->state_reserve = SIZE_MAX;
     o->max_connections = 512;
     o->max_queue = 256;
     o->max_step_tokens = 512;
     o->max_conn_per_ip = 128;
     o->idle_timeout_s = 15;
     o->max_unread = (size_t)1 << 20;
+}
+
+/* The state reserve by default: 256 MiB, but no more than the prompt cache
+ * may hold, since its snapshots and restores are what take blocks in bursts
+ * (none with the cache off). */
+static size_t serve_state_reserve(const serve_opts *o) {
+    if (o->state_reserve != SIZE_MAX) return o->state_reserve;
+    size_t dflt = (size_t)256 << 20;
+    return o->cache_budget < dflt ? o->cache_budget : dflt;
 }
 
 /* ---------------- responses ---------------- */
@@ -620,6 +630,7 @@ int serve_run(serve_engine *e, const serve_opts *o) {
     serve_sched_opts so = {.max_active = o->max_active,
                            .prefill_chunk = o->prefill_chunk,
                            .cache_budget = o->cache_budget,
+                           .state_reserve = serve_state_reserve(o),
                            .max_queue = o->max_queue,
                            .max_batch = o->max_batch,
                            .max_step_tokens = o->max_step_tokens,

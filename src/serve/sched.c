@@ -16,7 +16,9 @@
  * the sequence state once (the bench preset's 3.4 MB: 0.6 ms into a kept
  * block, 11 ms into fresh memory on this project's VMs; 465 MB at K3's real
  * size) where a step reads every weight (30-400 ms on the bench preset), so
- * waiting for it costs the others less than a step left out costs the job. */
+ * waiting for it costs the others less than a step left out costs the job.
+ * While it has no job the worker faults in the model's state reserve (k3.h),
+ * a piece at a time, so a burst's copies land in blocks already touched. */
 #include "serve/sched.h"
 
 #include <errno.h>
@@ -55,6 +57,7 @@ struct serve_sched {
     serve_sched_stats st;
     unsigned long long seq_no;
     int rr;               /* rotation of the decodes when more than max_batch */
+    int refill;           /* the state reserve may be short (worker, under mu) */
     k3_batch_item *items; /* one step's batch [max_batch] */
     serve_job **item_job; /* and whose item each is */
 };
@@ -347,7 +350,17 @@ static void job_cancel_now(serve_sched *s, serve_job *j, k3_buf *b) {
 static int admit(serve_sched *s, int *stopping) {
     pthread_mutex_lock(&s->mu);
     s->st.active = s->n_active;
-    while (!s->stop && !s->queue_head && s->n_active == 0) pthread_cond_wait(&s->cv, &s->mu);
+    while (!s->stop && !s->queue_head && s->n_active == 0) {
+        if (s->refill) { /* idle: fault in the state reserve, a block at a time */
+            pthread_mutex_unlock(&s->mu);
+            int added = k3_model_state_refill(s->eng->model);
+            pthread_mutex_lock(&s->mu);
+            s->refill = added;
+            continue;
+        }
+        pthread_cond_wait(&s->cv, &s->mu);
+    }
+    s->refill = 1; /* this round may take blocks */
     while (s->queue_head && s->n_active < s->o.max_active) {
         serve_job *j = s->queue_head;
         s->queue_head = j->next;
@@ -561,6 +574,10 @@ serve_sched *serve_sched_new(serve_engine *e, const serve_sched_opts *o) {
     s->items = k3_xcalloc((size_t)s->o.max_batch, sizeof *s->items);
     s->item_job = k3_xcalloc((size_t)s->o.max_batch, sizeof *s->item_job);
     s->cache = serve_pcache_new(o->cache_budget, e->vocab);
+    /* a burst of new jobs takes a block each, and the cache one per snapshot
+       (message marks, the whole prompt, the finished turn) */
+    k3_model_state_reserve(e->model, o->state_reserve, 4 * s->o.max_active);
+    s->refill = 1;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     if (pthread_create(&s->thread, NULL, worker_main, s)) {
@@ -644,6 +661,7 @@ serve_sched_stats serve_sched_get_stats(serve_sched *s) {
     st.cache_entries = c.entries;
     st.cache_bytes = c.bytes;
     st.cache_budget = c.budget;
+    st.states_kept = k3_model_state_kept(s->eng->model);
     return st;
 }
 
@@ -655,9 +673,10 @@ int serve_sched_busy(serve_sched *s) {
 }
 
 json_t *serve_sched_stats_json(const serve_sched_stats *st) {
-    return json_pack("{s:I,s:I,s:i,s:I,s:I,s:I,s:i}", "steps", (json_int_t)st->steps,
+    return json_pack("{s:I,s:I,s:i,s:I,s:I,s:I,s:i,s:i}", "steps", (json_int_t)st->steps,
                      "step_sequences", (json_int_t)st->step_sequences, "max_step_sequences",
                      st->max_step_sequences, "rejected_queue", (json_int_t)st->rejected_queue,
                      "cache_snapshots", (json_int_t)st->cache_snapshots, "cache_scopes",
-                     (json_int_t)st->cache_scopes, "threads", st->threads);
+                     (json_int_t)st->cache_scopes, "threads", st->threads, "states_kept",
+                     st->states_kept);
 }

@@ -6,7 +6,7 @@
 //          429 queue_full, the waiting one completes after the first leaves
 //   cache  shared system prompt: the second request prefills only its own
 //          tokens, an identical repeat prefills nothing; no hit across API
-//          keys or cache_salt values
+//          keys or cache_salt values; the state reserve refills when idle
 // Nothing is timed: states are reached by polling /health counters, long
 // streams are cancelled by the test once it has seen what it waits for.
 const URL = process.argv[2], MODE = process.argv[3];
@@ -153,6 +153,11 @@ async function cacheMode() {
   check("next_turn_reuses_the_answer", cached(r10) === r9.usage.prompt_tokens + r9.usage.completion_tokens, [r9.usage, r10.usage]);
   const hz = await health(key);
   check("scopes_counted", hz.batch.cache_scopes >= 5, hz.batch);
+  // the state reserve: while idle the worker faults in sequence state blocks
+  // until 4 per --parallel slot (64: 256 of the fixture's small blocks) are
+  // ready; the requests above took some of them
+  const hr = await until("the state reserve refilled", (x) => x.batch.states_kept === 256, key);
+  check("state_reserve_refilled", hr.batch.states_kept === 256, hr.batch);
 }
 
 try {

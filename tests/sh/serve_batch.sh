@@ -18,6 +18,18 @@ serve_stop || { echo "FAIL serve_batch_clean_exit_queue"; rc=1; }
 serve_start --test-mode || { echo "FAIL serve_batch_start_cache"; exit 1; }
 node tests/serve/batch.mjs "$SERVE_URL" cache || rc=1
 serve_stop || { echo "FAIL serve_batch_clean_exit_cache"; rc=1; }
+# --state-reserve-mb bounds the reserve in bytes: 1 MiB holds 33 of the
+# fixture's 31680-byte blocks (the worker fills it while idle; polled, not timed)
+health_kept() {
+    curl -s "$SERVE_URL/health" | python3 -c 'import json,sys; print(json.load(sys.stdin)["batch"]["states_kept"])'
+}
+for mb in 1 0; do
+    serve_start --test-mode --state-reserve-mb $mb || { echo "FAIL serve_batch_start_reserve_$mb"; exit 1; }
+    want=$((mb ? 33 : 0))
+    for _ in $(seq 1 1500); do [ "$(health_kept)" = $want ] && break; sleep 0.02; done
+    check serve_batch_state_reserve_$mb test "$(health_kept)" = $want
+    serve_stop || { echo "FAIL serve_batch_clean_exit_reserve_$mb"; rc=1; }
+done
 # --threads N is the model's thread count on the scheduler's worker thread
 # too (OpenMP's setting is per thread: it once applied only to the thread that
 # loaded the model, and the worker ran with every core); /health reports it
