@@ -36,6 +36,13 @@
  * passes of 4 x 4 (bench/kmicro.c, 16384 x 7168). */
 #define MAX_TB 4
 
+/* Each row's data is also fetched into L1 this many bytes ahead (512
+ * columns; past a chunk's end, into the row's next chunk). The fetch of the
+ * next 16 rows into L2 alone left the loads waiting: 12288 x 7168 from
+ * memory, one core (bench/kmicro.c), 8 tokens 80-89 -> 92-113 GFLOP/s and 4
+ * tokens 54-65 -> 74-80 (768-2048 bytes ahead measured alike). */
+#define PF_ROW_AHEAD 1024
+
 /* Columns per chunk for TB tokens: TB * KC * 4 bytes <= 32 KiB, KC % 32 == 0. */
 #define KC(TB) ((int64_t)(8192 / (TB)) & ~(int64_t)31)
 
@@ -98,6 +105,7 @@ K3_AVX512_INLINE void rows_tb(const k3_wmat *W, int64_t r0, int nr, const float 
                 for (int rr = 0; rr < RB; rr++) {
                     const uint8_t *p = row[rr] + 2 * c;
                     _mm_prefetch((const char *)p + ROWS * rs, _MM_HINT_T1);
+                    _mm_prefetch((const char *)p + PF_ROW_AHEAD, _MM_HINT_T0);
                     d[rr] = _mm512_loadu_si512(p);
                 }
                 fma_block(acc, d, xd + c, ldx, RB, TB);
