@@ -11,6 +11,7 @@
  *   |y - W x| <= sum_b (d_b / 2) sum_{c in b} |w_c| (+ f32 rounding);
  * - 2 threads give bitwise the 1-thread result;
  * - the column-block product is bitwise k3_matvec_i8 on each block's view;
+ * - MXFP4 views narrower than 256 columns keep f32 activations;
  * - the switch: off by default, k3_matvec unchanged when off and routed to
  *   the kernel when on, unsupported formats and K3_KERNELS=avx2 fall back.
  * Kernel checks are skipped (with a note) on CPUs without AVX-512 VNNI. */
@@ -311,7 +312,7 @@ TEST(colblocks_bitwise_per_block) {
     } cases[] = {{K3_W_AFFINE, 4, 64, 8 * 128},  {K3_W_AFFINE, 8, 32, 8 * 96},
                  {K3_W_AFFINE, 2, 128, 8 * 128}, {K3_W_AFFINE, 3, 32, 6 * 96},
                  {K3_W_AFFINE, 5, 64, 4 * 192},  {K3_W_AFFINE, 6, 32, 8 * 64},
-                 {K3_W_MXFP4, 4, 32, 8 * 32},    {K3_W_MXFP4, 4, 32, 8 * 160},
+                 {K3_W_MXFP4, 4, 32, 8 * 256},   {K3_W_MXFP4, 4, 32, 20 * 256},
                  {K3_W_AFFINE, 4, 32, 20 * 32}};
     k3_act_int8_set(1);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -331,6 +332,34 @@ TEST(colblocks_bitwise_per_block) {
             free_mat(&m);
         }
     k3_act_int8_set(-1);
+}
+
+/* k3_matvec_serial with f32 activations whatever the switch says. */
+static void matvec_f32(const k3_wmat *W, const float *x, float *y) {
+    k3_act_int8_set(0);
+    k3_matvec_serial(W, x, y);
+    k3_act_int8_set(1);
+}
+
+/* MXFP4 views narrower than 256 columns keep f32 activations (matvec_i8.c):
+ * under the switch, k3_i8_supports says no for them and yes from 256 on, and
+ * the column-block product of blocks of 32..128 columns gives the f32 path's
+ * bits, block by block. */
+TEST(narrow_mxfp4_keeps_f32) {
+    const int64_t R = 29, K = 256;
+    owned_mat m = make_i8_mat(K3_W_MXFP4, R, K, 4, 32, K3_W_BF16, 0);
+    float x[256];
+    make_x(x, K);
+    k3_act_int8_set(1);
+    k3_wmat narrow = k3_wmat_cols(&m.w, 0, K - 32);
+    CHECK(!k3_i8_supports(&narrow), "224 MXFP4 columns stay f32");
+    CHECK(k3_i8_supports(&m.w) == has_vnni(), "256 MXFP4 columns: int8 iff VNNI");
+    for (int nb = 2; nb <= 8; nb *= 2) {
+        const int bad = colblocks_first_diff(&m.w, nb, x, matvec_f32);
+        CHECK(bad < 0, "nb %d: block %d is not the f32 path's", nb, bad);
+    }
+    k3_act_int8_set(-1);
+    free_mat(&m);
 }
 
 TEST(switch_and_fallbacks) {
@@ -377,6 +406,7 @@ int main(void) {
     RUN(mxfp4_simd_vs_ref);
     RUN(threads_bitwise_on_parallel_shapes);
     RUN(colblocks_bitwise_per_block);
+    RUN(narrow_mxfp4_keeps_f32);
     RUN(switch_and_fallbacks);
     printf("  %d matrices checked\n", n_checked);
     return t_done();

@@ -35,7 +35,16 @@ int k3_i8_format_ok(const k3_wmat *W) {
     return W->cols % W->group == 0;
 }
 
+/* MXFP4 rows narrower than this keep f32 activations. The expert down
+ * products run in column blocks of 32-96 MXFP4 columns (rowpar.h: 8 blocks
+ * of the bench preset's 256, 4 of K3's 384), where the int8 kernel's work per
+ * row (scale window, masked partial chunk, reduction) outweighs the row:
+ * bench/kmicro.c, 16 rows, 8 blocks of 32 columns, 1.1-1.6 us against 0.3-0.7
+ * for the f32 kernel; at 256 columns the two are level, from 384 int8 leads. */
+#define K3_I8_MXFP4_MIN_COLS 256
+
 int k3_i8_supports(const k3_wmat *W) {
+    if (W->fmt == K3_W_MXFP4 && W->cols < K3_I8_MXFP4_MIN_COLS) return 0;
     /* VBMI for every width: the kernel file is compiled with it (the 3/5/6-bit decoder
      * uses vpermb + vpmultishiftqb), so a VNNI-only CPU (Cascade Lake) must not run it */
     return k3_act_int8() && k3_kernels_active() == K3_KERNELS_AVX512 && k3_cpu_has_avx512_vnni() &&

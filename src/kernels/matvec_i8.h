@@ -21,8 +21,10 @@
  * accurate choice, and they keep the simple bound.
  *
  * Handled: MLX affine bits 2, 3, 4, 5, 6, 8 with group 32/64/128 and
- * bf16/f16/f32 scales, and MXFP4 — on CPUs with AVX-512 VNNI and VBMI (Ice
- * Lake and later, Zen 4); K3_KERNELS=avx2 or ref turns the path off.
+ * bf16/f16/f32 scales, and MXFP4 of 256 columns or more (narrower MXFP4
+ * views, the experts' down blocks, run faster with f32 activations: matvec_i8.c)
+ * — on CPUs with AVX-512 VNNI and VBMI (Ice Lake and later, Zen 4);
+ * K3_KERNELS=avx2 or ref turns the path off.
  * Threads split rows (k3_parallel_rows): results do not depend on the
  * thread count. The activation is quantized once per product by the calling
  * thread into its scratch, before the rows are split.

@@ -326,7 +326,9 @@ K3_VNNI static void prepare(const k3_wmat *W, const float *x, uint8_t *buf, int 
         if (W->fmt == K3_W_AFFINE) k3_i8_group_sums(d, isum, K, W->group, xs);
         permute_activation(q, d, K, P, xperm, dlane, xoff);
     }
-    *c = (i8_ctx){{W, x, NULL, NULL, NULL}, xperm, dlane, xs, xoff, {0}, {0}};
+    c->rows = (k3_rows_ctx){W, x, NULL, NULL, NULL};
+    c->xq = xperm, c->dlane = dlane, c->xs = xs, c->xoff = xoff;
+    if (mx || chunk_bytes(W->bits) == 64) return; /* perm and shift serve 3/5/6 bits only */
     for (int i = 0; i < 64; i++) { /* output byte 8q + j = code j of the q-th 8-code run */
         c->perm[i] = (uint8_t)(W->bits * (i / 8) + i % 8);
         c->shift[i] = (uint8_t)(W->bits * (i % 8));
