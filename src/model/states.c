@@ -12,8 +12,9 @@
  * K3_SPARE_BYTES at most), and a caller with idle time (the server's worker
  * between requests) can ask for a reserve: k3_model_state_reserve sets how
  * many bytes of blocks to keep ready, k3_model_state_refill faults in the
- * next piece of one more block while fewer are kept. Freed blocks are then kept up to the
- * reserve as well. Memory stays at the high-water mark the caller allowed. */
+ * next piece of one more block while fewer are kept. Freed blocks are then
+ * kept up to the reserve as well. Memory stays at the high-water mark the
+ * caller allowed. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,7 +104,11 @@ int k3_model_state_refill(k3_model *m) {
     pthread_mutex_lock(&m->spare_mu);
     int want = block && m->n_spare < m->reserve;
     pthread_mutex_unlock(&m->spare_mu);
-    if (!want && !m->filling) return 0;
+    if (!want) { /* full, or the reserve shrank while a block was half done */
+        k3_big_free(m->filling);
+        m->filling = NULL;
+        return 0;
+    }
     if (!m->filling) {
         m->filling = k3_big_calloc(block);
         if (!m->filling) return 0; /* out of memory: the reserve is advice */
