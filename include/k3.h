@@ -70,6 +70,8 @@ void k3_seq_clone_copy(k3_seq *d, const k3_seq *s);
  * work between calls (one thread calls it); kept counts the blocks ready now. The reserve is this
  * process's memory: on follower ranks sequences fault their own. */
 void k3_model_state_reserve(k3_model *m, size_t bytes, int max_blocks);
+/* Bytes of one sequence's state block (0 for a model without KDA layers). */
+size_t k3_model_state_bytes(const k3_model *m);
 int k3_model_state_refill(k3_model *m);
 int k3_model_state_kept(k3_model *m);
 /* Forget every token (caches back to zero length / zero state). */

@@ -128,6 +128,10 @@ int k3_model_state_refill(k3_model *m) {
     return kept;
 }
 
+size_t k3_model_state_bytes(const k3_model *m) {
+    return k3_state_block_bytes(m);
+}
+
 int k3_model_state_kept(k3_model *m) {
     pthread_mutex_lock(&m->spare_mu);
     int n = m->n_spare;

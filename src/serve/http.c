@@ -48,15 +48,6 @@ void serve_opts_default(serve_opts *o) {
     o->max_unread = (size_t)1 << 20;
 }
 
-/* The state reserve by default: 256 MiB, but no more than the prompt cache
- * may hold, since its snapshots and restores are what take blocks in bursts
- * (none with the cache off). */
-static size_t serve_state_reserve(const serve_opts *o) {
-    if (o->state_reserve != SIZE_MAX) return o->state_reserve;
-    size_t dflt = (size_t)256 << 20;
-    return o->cache_budget < dflt ? o->cache_budget : dflt;
-}
-
 /* ---------------- responses ---------------- */
 
 /* No reply path hands MHD a NULL body: a body that could not be built (a
@@ -630,7 +621,7 @@ int serve_run(serve_engine *e, const serve_opts *o) {
     serve_sched_opts so = {.max_active = o->max_active,
                            .prefill_chunk = o->prefill_chunk,
                            .cache_budget = o->cache_budget,
-                           .state_reserve = serve_state_reserve(o),
+                           .state_reserve = o->state_reserve,
                            .max_queue = o->max_queue,
                            .max_batch = o->max_batch,
                            .max_step_tokens = o->max_step_tokens,

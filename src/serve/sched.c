@@ -23,6 +23,7 @@
 
 #include <errno.h>
 #include <omp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -560,6 +561,17 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
+/* The state reserve's bytes. By default 256 MiB, or two blocks where a block
+ * is larger (K3's 465 MB: the first restores of a shared system prompt would
+ * otherwise fault ~0.9 GB in), but no more than the prompt cache may hold:
+ * its snapshots and restores are what take blocks in bursts (none when off). */
+static size_t state_reserve(const k3_model *m, const serve_sched_opts *o) {
+    if (o->state_reserve != SIZE_MAX) return o->state_reserve;
+    size_t want = (size_t)256 << 20, two = 2 * k3_model_state_bytes(m);
+    if (two > want) want = two;
+    return o->cache_budget < want ? o->cache_budget : want;
+}
+
 serve_sched *serve_sched_new(serve_engine *e, const serve_sched_opts *o) {
     serve_sched *s = k3_xcalloc(1, sizeof *s);
     s->eng = e;
@@ -576,7 +588,7 @@ serve_sched *serve_sched_new(serve_engine *e, const serve_sched_opts *o) {
     s->cache = serve_pcache_new(o->cache_budget, e->vocab);
     /* a burst of new jobs takes a block each, and the cache one per snapshot
        (message marks, the whole prompt, the finished turn) */
-    k3_model_state_reserve(e->model, o->state_reserve, 4 * s->o.max_active);
+    k3_model_state_reserve(e->model, state_reserve(e->model, o), 4 * s->o.max_active);
     s->refill = 1;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);

@@ -90,7 +90,8 @@ typedef struct {
     int prefill_chunk;    /* prompt tokens of one job per step */
     size_t cache_budget;  /* prompt-cache bytes (0 = off) */
     size_t state_reserve; /* bytes of sequence state blocks faulted in while idle (k3.h),
-                             at most 4 blocks per max_active */
+                             at most 4 blocks per max_active; SIZE_MAX: 256 MiB or two
+                             blocks, whichever is more, within cache_budget */
     double timeout_s;     /* --timeout, for the 504 message (deadlines are per job) */
     size_t max_unread;    /* a stream with more untaken bytes is paused (0 = never) */
 } serve_sched_opts;

@@ -27,7 +27,7 @@ typedef struct {
     int max_active;          /* requests generating at once */
     int prefill_chunk;       /* prompt tokens per scheduler round */
     size_t cache_budget;     /* prompt-cache bytes */
-    size_t state_reserve;    /* state blocks kept faulted in; SIZE_MAX: min(256 MiB, cache) */
+    size_t state_reserve;    /* state blocks kept faulted in; SIZE_MAX: the default (sched.h) */
     int max_connections;
     int max_queue;              /* requests waiting for a slot; more get 429 */
     int max_batch;              /* sequences per batched step (0 = max_active) */
