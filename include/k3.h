@@ -63,17 +63,18 @@ k3_seq *k3_seq_clone_begin(const k3_seq *s);
 void k3_seq_clone_copy(k3_seq *d, const k3_seq *s);
 /* A reserve of sequence state blocks (every KDA layer's state; 465 MB at
  * K3's real size), faulted in ahead of need: a fresh block costs a page fault
- * per page when a sequence or clone first touches it. reserve sets how many
- * blocks to keep ready: as many as fit in bytes, at most max_blocks (0: none;
- * blocks freed by sequences are kept up to it as well); refill faults in the next 8 MiB of one more
- * block while fewer are kept and returns 1 while it made progress, so an idle caller can check for
- * work between calls (one thread calls it); kept counts the blocks ready now. The reserve is this
+ * per page when a sequence or a clone first touches it. The reserve is this
  * process's memory: on follower ranks sequences fault their own. */
+/* Keep as many blocks ready as fit in bytes, at most max_blocks (0: none).
+ * Blocks freed by sequences are kept up to the reserve as well. */
 void k3_model_state_reserve(k3_model *m, size_t bytes, int max_blocks);
-/* Bytes of one sequence's state block (0 for a model without KDA layers). */
-size_t k3_model_state_bytes(const k3_model *m);
+/* Fault in the next 8 MiB of one more block while fewer are kept; 1 while
+ * it made progress, so an idle caller can check for work between calls.
+ * One thread calls it. */
 int k3_model_state_refill(k3_model *m);
+/* Blocks ready now, and the bytes of one block (0 without KDA layers). */
 int k3_model_state_kept(k3_model *m);
+size_t k3_model_state_bytes(const k3_model *m);
 /* Forget every token (caches back to zero length / zero state). */
 void k3_seq_reset(k3_seq *s);
 /* Number of tokens the sequence has consumed. */
