@@ -136,9 +136,9 @@ TEST(kept_state_blocks_start_clean) {
  * kept, sequences take them (and start from zero), freed ones are kept up to
  * the reserve, and a smaller reserve frees the rest. */
 TEST(state_reserve_fills_and_is_taken) {
-    size_t block = k3_state_block_bytes(g_m);
+    size_t block = k3_model_state_bytes(g_m);
     k3_seq *probe = k3_seq_new(g_m);
-    CHECK(k3_model_state_bytes(g_m) == block && probe->state_bytes == block);
+    CHECK(block > 0 && probe->state_bytes == block);
     k3_seq_free(probe);
     CHECK(block > 3 * 4096, "the block spans several pieces (%zu bytes)", block);
     k3_seq *drain[K3_SPARE_STATES];

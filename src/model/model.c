@@ -179,7 +179,7 @@ static k3_seq *seq_make(k3_model *m, int zero) {
     k3_seq *s = k3_xcalloc(1, sizeof *s);
     s->m = m;
     s->lc = k3_xcalloc((size_t)c->num_hidden_layers, sizeof *s->lc);
-    s->state_bytes = k3_state_block_bytes(m);
+    s->state_bytes = k3_model_state_bytes(m);
     s->state = k3_state_block_take(m); /* a kept block (states.c), or a fresh one */
     if (s->state && zero) memset(s->state, 0, s->state_bytes);
     if (!s->state) s->state = k3_big_calloc(s->state_bytes);

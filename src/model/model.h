@@ -222,17 +222,16 @@ void k3_kda_conv(float *z, int64_t T, int64_t ld, int64_t col0, int64_t C, const
 void k3_kda_step(float *S, int dk, int dv, const float *q, const float *k, const float *v,
                  const float *alpha, float beta, float *y);
 
-/* Loader of one layer's weights (model_load.c). */
-/* Sequence state blocks (states.c): the floats of a KDA layer's conv and S
- * (each rounded up to 64 bytes), the bytes of one block, and the kept list:
- * take returns a kept block or NULL, give keeps or frees one. */
+/* Sequence state blocks (states.c; a block's bytes: k3_model_state_bytes):
+ * the floats of a KDA layer's conv and S (each rounded up to 64 bytes), and
+ * the kept list: take returns a kept block or NULL, give keeps or frees one. */
 int64_t k3_kda_conv_floats(const k3_config *c);
 int64_t k3_kda_S_floats(const k3_config *c);
-size_t k3_state_block_bytes(const k3_model *m);
 float *k3_state_block_take(k3_model *m);
 void k3_state_block_give(k3_model *m, float *p, size_t bytes);
 void k3_state_blocks_free(k3_model *m);
 
+/* Loader of one layer's weights (model_load.c). */
 int k3_layer_load(k3_model *m, int i, k3_layer *l);
 void k3_layer_free(k3_layer *l);
 

@@ -33,7 +33,7 @@ int64_t k3_kda_S_floats(const k3_config *c) {
     return ((int64_t)c->kda_heads * c->kda_head_dim * c->kda_head_dim + 15) & ~(int64_t)15;
 }
 
-size_t k3_state_block_bytes(const k3_model *m) {
+size_t k3_model_state_bytes(const k3_model *m) {
     const k3_config *c = m->c;
     int64_t floats = 0;
     for (int i = 0; i < c->num_hidden_layers; i++)
@@ -85,7 +85,7 @@ void k3_state_blocks_free(k3_model *m) {
 }
 
 void k3_model_state_reserve(k3_model *m, size_t bytes, int max_blocks) {
-    size_t block = k3_state_block_bytes(m);
+    size_t block = k3_model_state_bytes(m);
     size_t n = block ? bytes / block : 0;
     if (max_blocks < 0) max_blocks = 0;
     pthread_mutex_lock(&m->spare_mu);
@@ -100,7 +100,7 @@ void k3_model_state_reserve(k3_model *m, size_t bytes, int max_blocks) {
 #define REFILL_STEP ((size_t)8 << 20)
 
 int k3_model_state_refill(k3_model *m) {
-    size_t block = k3_state_block_bytes(m);
+    size_t block = k3_model_state_bytes(m);
     pthread_mutex_lock(&m->spare_mu);
     int want = block && m->n_spare < m->reserve;
     pthread_mutex_unlock(&m->spare_mu);
@@ -126,10 +126,6 @@ int k3_model_state_refill(k3_model *m) {
     pthread_mutex_unlock(&m->spare_mu);
     if (!kept) k3_big_free(p);
     return kept;
-}
-
-size_t k3_model_state_bytes(const k3_model *m) {
-    return k3_state_block_bytes(m);
 }
 
 int k3_model_state_kept(k3_model *m) {
