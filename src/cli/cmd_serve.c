@@ -37,6 +37,9 @@ static void serve_usage(FILE *f) {
            "  --max-batch N        sequences per batched step (default: --parallel)\n"
            "  --max-step-tokens N  tokens per batched step, decodes + prompt chunks (default 512)\n"
            "  --prefill-chunk N    prompt tokens of one request per step (default 64, max 512)\n"
+           "  --batch-window-ms N  an idle server that gets a request waits up to N ms after\n"
+           "                       it for more, so a burst of requests starts in one step\n"
+           "                       (default 10; 0 = start at once; max 1000)\n"
            "  --cache-mb N         prompt-cache memory budget in MiB (default 1024; 0 = off).\n"
            "                       Snapshots are taken after the system prompt, each message\n"
            "                       and the whole prompt, scoped by API key + cache_salt. At\n"
@@ -122,6 +125,7 @@ static int parse_opt(const char *a, char *v, serve_opts *o, model_args *m) {
                                              "--shutdown-grace",
                                              "--parallel",
                                              "--prefill-chunk",
+                                             "--batch-window-ms",
                                              "--cache-mb",
                                              "--state-reserve-mb",
                                              "--threads",
@@ -207,6 +211,9 @@ static int parse_opt(const char *a, char *v, serve_opts *o, model_args *m) {
     } else if (!strcmp(a, "--prefill-chunk")) {
         if (int_arg(a, v, 1, 512, &x)) return -1;
         o->prefill_chunk = (int)x;
+    } else if (!strcmp(a, "--batch-window-ms")) {
+        if (int_arg(a, v, 0, 1000, &x)) return -1;
+        o->batch_window_s = (double)x / 1000;
     } else if (!strcmp(a, "--cache-mb")) {
         if (int_arg(a, v, 0, 1 << 24, &x)) return -1;
         o->cache_budget = (size_t)x << 20;

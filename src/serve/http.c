@@ -38,6 +38,7 @@ void serve_opts_default(serve_opts *o) {
     o->shutdown_grace_s = 10;
     o->max_active = 64;
     o->prefill_chunk = 64;
+    o->batch_window_s = 0.010;
     o->cache_budget = (size_t)1 << 30;
     o->state_reserve = SIZE_MAX;
     o->max_connections = 512;
@@ -620,6 +621,7 @@ int serve_run(serve_engine *e, const serve_opts *o) {
     block_signals(&set);
     serve_sched_opts so = {.max_active = o->max_active,
                            .prefill_chunk = o->prefill_chunk,
+                           .batch_window_s = o->batch_window_s,
                            .cache_budget = o->cache_budget,
                            .state_reserve = o->state_reserve,
                            .max_queue = o->max_queue,

@@ -83,17 +83,19 @@ typedef struct serve_job {
 } serve_job;
 
 typedef struct {
-    int max_active;       /* jobs holding a sequence (decoding or prefilling); more queue */
-    int max_queue;        /* jobs waiting for a slot; submit refuses more (429). 0 = 256 */
-    int max_batch;        /* sequences per step (0 = max_active) */
-    int max_step_tokens;  /* tokens per step, decodes + prefill chunks (0 = 512) */
-    int prefill_chunk;    /* prompt tokens of one job per step */
-    size_t cache_budget;  /* prompt-cache bytes (0 = off) */
-    size_t state_reserve; /* bytes of sequence state blocks faulted in while idle (k3.h),
-                             at most 4 blocks per max_active; SIZE_MAX: 256 MiB or two
-                             blocks, whichever is more, within cache_budget */
-    double timeout_s;     /* --timeout, for the 504 message (deadlines are per job) */
-    size_t max_unread;    /* a stream with more untaken bytes is paused (0 = never) */
+    int max_active;        /* jobs holding a sequence (decoding or prefilling); more queue */
+    int max_queue;         /* jobs waiting for a slot; submit refuses more (429). 0 = 256 */
+    int max_batch;         /* sequences per step (0 = max_active) */
+    int max_step_tokens;   /* tokens per step, decodes + prefill chunks (0 = 512) */
+    int prefill_chunk;     /* prompt tokens of one job per step */
+    double batch_window_s; /* an idle worker that gets a request waits this long after its
+                              arrival for more, so a burst starts in one step (0 = never) */
+    size_t cache_budget;   /* prompt-cache bytes (0 = off) */
+    size_t state_reserve;  /* bytes of sequence state blocks faulted in while idle (k3.h),
+                              at most 4 blocks per max_active; SIZE_MAX: 256 MiB or two
+                              blocks, whichever is more, within cache_budget */
+    double timeout_s;      /* --timeout, for the 504 message (deadlines are per job) */
+    size_t max_unread;     /* a stream with more untaken bytes is paused (0 = never) */
 } serve_sched_opts;
 
 /* The counters /health (and /metrics) report: a copy taken under the locks. */

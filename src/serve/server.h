@@ -26,6 +26,7 @@ typedef struct {
     int test_mode;           /* honour k3_test_force_* request fields */
     int max_active;          /* requests generating at once */
     int prefill_chunk;       /* prompt tokens per scheduler round */
+    double batch_window_s;   /* an idle server waits this long for a burst's other requests */
     size_t cache_budget;     /* prompt-cache bytes */
     size_t state_reserve;    /* state blocks kept faulted in; SIZE_MAX: the default (sched.h) */
     int max_connections;

@@ -18,6 +18,28 @@ serve_stop || { echo "FAIL serve_batch_clean_exit_queue"; rc=1; }
 serve_start --test-mode || { echo "FAIL serve_batch_start_cache"; exit 1; }
 node tests/serve/batch.mjs "$SERVE_URL" cache || rc=1
 serve_stop || { echo "FAIL serve_batch_clean_exit_cache"; rc=1; }
+# --batch-window-ms: requests that reach an idle server within the window
+# start in one step. Four one-token requests (cache off: no snapshot marks,
+# each prompt one chunk) sent 0.1 s apart to --parallel 4 with a 1 s window:
+# the window closes when the fourth queues, so the server runs one step of
+# four sequences. Without the window the tiny model answers each request
+# before the next arrives (four steps of one). Nothing is timed: the spread
+# only has to stay under 1 s.
+serve_start --test-mode --cache-mb 0 --parallel 4 --batch-window-ms 1000 ||
+    { echo "FAIL serve_batch_start_window"; exit 1; }
+body='{"messages":[{"role":"user","content":"hi"}],"max_tokens":1,"chat_template_kwargs":{"thinking":false}}'
+pids=()
+for i in 1 2 3 4; do
+    curl -s "$SERVE_URL/v1/chat/completions" -H 'Content-Type: application/json' -d "$body" \
+        >"$SERVE_TMP/window.$i" &
+    pids+=($!)
+    sleep 0.1
+done
+wait "${pids[@]}"
+check serve_batch_window_answers test "$(cat "$SERVE_TMP"/window.* | grep -o '"finish_reason"' | wc -l)" = 4
+batch=$(curl -s "$SERVE_URL/health" | python3 -c 'import json,sys; b=json.load(sys.stdin)["batch"]; print(b["steps"], b["max_step_sequences"])')
+check serve_batch_window_one_step test "$batch" = "1 4"
+serve_stop || { echo "FAIL serve_batch_clean_exit_window"; rc=1; }
 # --state-reserve-mb bounds the reserve in bytes: 1 MiB holds 33 of the
 # fixture's 31680-byte blocks (the worker fills it while idle; polled, not timed)
 health_kept() {
