@@ -58,7 +58,8 @@ k3_seq *k3_seq_clone(const k3_seq *s);
 /* k3_seq_clone in two halves, so the copy can run on another thread: begin
  * returns the new sequence (allocated; on follower ranks already a copy, made
  * in command order), copy then fills it from s. Between the two, neither s nor
- * the new sequence may be fed or freed; other sequences may. */
+ * the new sequence may be fed or freed; other sequences may. copy runs on the
+ * calling thread's OpenMP threads (omp_set_num_threads(1) there: one core). */
 k3_seq *k3_seq_clone_begin(const k3_seq *s);
 void k3_seq_clone_copy(k3_seq *d, const k3_seq *s);
 /* A reserve of sequence state blocks (every KDA layer's state; 465 MB at

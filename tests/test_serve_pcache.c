@@ -8,7 +8,10 @@
  * Copies are made on the cache's copier thread: held there, a snapshot still
  * being filled is hit by a restore that then gets exactly its state, a
  * snapshot evicted while copies use it is freed only after them, and a
- * sequence handed over with insert_take is kept without a copy. */
+ * sequence handed over with insert_take is kept without a copy. A waiter
+ * makes the queued copies itself (on its OpenMP threads) while the copier
+ * is held, a fill before the restore that reads it. */
+#include <omp.h>
 #include <stdio.h>
 
 #include "k3.h"
@@ -321,6 +324,31 @@ TEST(insert_take_keeps_the_sequence) {
     serve_pcache_free(pc);
 }
 
+TEST(waiter_makes_the_copies) {
+    enum { N = 20 };
+    int32_t ids[N];
+    ids_for(ids, N, 11);
+    serve_pcache *pc = serve_pcache_new(64u << 20, vocab);
+    serve_pcache_hold(pc, 1); /* the copier thread makes none of them */
+    k3_seq *s = prefilled(ids, 9);
+    serve_pcache_ticket t1, t2;
+    CHECK(serve_pcache_insert_async(pc, KEY, ids, 9, s, NULL, &t1) == 1);
+    int64_t m = 0;
+    k3_seq *h = serve_pcache_lookup_async(pc, KEY, ids, N, g_lg, &m, &t2);
+    CHECK(h && m == 9 && serve_pcache_copying(pc, &t2));
+    int threads = omp_get_max_threads();
+    omp_set_num_threads(2);     /* the copy's pieces on two threads */
+    serve_pcache_wait(pc, &t2); /* makes the fill (queued first), then the restore */
+    omp_set_num_threads(threads);
+    CHECK(!serve_pcache_copying(pc, &t1) && serve_pcache_get_stats(pc).copies == 2);
+    CHECK(k3_forward(s, ids + 9, 3, NULL, 0) == 0); /* the source goes on: the copies are made */
+    k3_seq_free(s);
+    double w = resume_diff(h, ids, 9, N);
+    CHECK(w == 0, "restore made by the waiter differs by %g", w);
+    k3_seq_free(h);
+    serve_pcache_free(pc);
+}
+
 int main(void) {
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/tiny-bf16", t_fixtures());
@@ -338,6 +366,7 @@ int main(void) {
     RUN(hit_on_a_snapshot_still_being_copied);
     RUN(evicted_while_copied_is_freed_after);
     RUN(insert_take_keeps_the_sequence);
+    RUN(waiter_makes_the_copies);
     free(g_lg);
     k3_model_free(model);
     return t_done();

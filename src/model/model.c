@@ -224,18 +224,33 @@ k3_seq *k3_seq_clone_begin(const k3_seq *s) {
     return d;
 }
 
+/* Pieces of a state block copied per OpenMP work item. */
+#define CLONE_PIECE ((size_t)1 << 20)
+
+static void clone_layer_cache(const k3_config *c, k3_layer_cache *b, const k3_layer_cache *a) {
+    b->lat = dup_floats(a->lat, a->cap * c->kv_lora_rank, a->n * c->kv_lora_rank);
+    b->kpe = dup_floats(a->kpe, a->cap * (c->qk_rope_head_dim ? c->qk_rope_head_dim : 1),
+                        a->n * c->qk_rope_head_dim);
+    b->n = a->n;
+    b->cap = a->cap;
+}
+
+/* On the calling thread's OpenMP threads: 1 MiB pieces of the state block
+ * (every KDA conv and S) and each layer's MLA cache are the work items. */
 void k3_seq_clone_copy(k3_seq *d, const k3_seq *s) {
     const k3_config *c = s->m->c;
+    const int64_t pieces = (int64_t)((s->state_bytes + CLONE_PIECE - 1) / CLONE_PIECE),
+                  items = pieces + c->num_hidden_layers;
     d->len = s->len;
-    memcpy(d->state, s->state, s->state_bytes); /* every KDA conv and S */
-    for (int i = 0; i < c->num_hidden_layers; i++) {
-        const k3_layer_cache *a = &s->lc[i];
-        k3_layer_cache *b = &d->lc[i];
-        b->lat = dup_floats(a->lat, a->cap * c->kv_lora_rank, a->n * c->kv_lora_rank);
-        b->kpe = dup_floats(a->kpe, a->cap * (c->qk_rope_head_dim ? c->qk_rope_head_dim : 1),
-                            a->n * c->qk_rope_head_dim);
-        b->n = a->n;
-        b->cap = a->cap;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t i = 0; i < items; i++) {
+        if (i < pieces) {
+            size_t at = (size_t)i * CLONE_PIECE, n = s->state_bytes - at;
+            memcpy((char *)d->state + at, (const char *)s->state + at,
+                   n < CLONE_PIECE ? n : CLONE_PIECE);
+        } else {
+            clone_layer_cache(c, &d->lc[i - pieces], &s->lc[i - pieces]);
+        }
     }
 }
 

@@ -5,15 +5,19 @@
  * each is a whole sequence state), whose use counters give the LRU order.
  * Evicting a snapshot prunes the nodes that no longer lead to one.
  *
- * Copies run on the cache's copier thread, in FIFO order: a snapshot's fill
- * (from a live sequence that is not stepped meanwhile) and a restore (a new
- * sequence filled from a snapshot). FIFO order makes a restore that reads a
- * snapshot still being filled run after that fill. A snapshot evicted while a
+ * Copies are queued in FIFO order: a snapshot's fill (from a live sequence
+ * that is not stepped meanwhile) and a restore (a new sequence filled from a
+ * snapshot). The cache's copier thread makes them one at a time on one core;
+ * a caller of serve_pcache_wait makes the queued ones up to its own itself,
+ * with its OpenMP threads (the scheduler's worker: its compute threads are
+ * idle while it waits). Copies start in queue order, and a restore whose
+ * snapshot is still being filled waits for that fill. A snapshot evicted while a
  * copy reads or fills it is parked until the copy is done and then freed by
  * the next call from the owning thread (sequences are created and freed there
  * only: in driver/follower mode that broadcasts a command). */
 #include "serve/pcache.h"
 
+#include <omp.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,24 +99,46 @@ void serve_pcache_reap(serve_pcache *pc) {
     pthread_mutex_unlock(&pc->mu);
 }
 
+/* The next copy, taken off the queue (under mu), or NULL when there is none
+ * or it restores from a snapshot whose fill is still being made. */
+static task *take_copy(serve_pcache *pc) {
+    task *k = pc->head;
+    if (!k || (k->from && k->from->filling)) return NULL;
+    pc->head = k->next;
+    if (!pc->head) pc->tail = NULL;
+    return k;
+}
+
+/* Make copy k (entered and left under mu, which is released meanwhile). */
+static void make_copy(serve_pcache *pc, task *k) {
+    pthread_mutex_unlock(&pc->mu);
+    k3_seq_clone_copy(k->dst, k->src); /* neither side is stepped or freed meanwhile */
+    pthread_mutex_lock(&pc->mu);
+    if (k->fill) k->fill->filling = 0;
+    if (k->from) k->from->readers--;
+    if (k->t) k->t->pending = 0;
+    pc->st.copies++;
+    pthread_cond_broadcast(&pc->done);
+    pthread_cond_broadcast(&pc->work); /* a restore may have waited for this fill */
+    free(k);
+}
+
 static void *copier_main(void *arg) {
     serve_pcache *pc = arg;
+    /* one core: a copy made here runs beside the model's threads; a waiter
+       that needs it sooner makes it with its own threads */
+    omp_set_num_threads(1);
     pthread_mutex_lock(&pc->mu);
     for (;;) {
-        while (!pc->stop && (!pc->head || pc->hold)) pthread_cond_wait(&pc->work, &pc->mu);
-        if (!pc->head) break; /* stopping, and nothing left to copy */
-        task *k = pc->head;
-        pc->head = k->next;
-        if (!pc->head) pc->tail = NULL;
-        pthread_mutex_unlock(&pc->mu);
-        k3_seq_clone_copy(k->dst, k->src); /* neither side is stepped or freed meanwhile */
-        pthread_mutex_lock(&pc->mu);
-        if (k->fill) k->fill->filling = 0;
-        if (k->from) k->from->readers--;
-        if (k->t) k->t->pending = 0;
-        pc->st.copies++;
-        pthread_cond_broadcast(&pc->done);
-        free(k);
+        task *k = NULL;
+        while (!pc->stop && (pc->hold || !(k = take_copy(pc))))
+            pthread_cond_wait(&pc->work, &pc->mu);
+        if (!k && !(k = take_copy(pc))) {
+            if (!pc->head) break;                  /* stopping, and nothing left to copy */
+            pthread_cond_wait(&pc->done, &pc->mu); /* a waiter is making the fill */
+            continue;
+        }
+        make_copy(pc, k);
     }
     pthread_mutex_unlock(&pc->mu);
     return NULL;
@@ -146,7 +172,13 @@ int serve_pcache_copying(serve_pcache *pc, const serve_pcache_ticket *t) {
 
 void serve_pcache_wait(serve_pcache *pc, const serve_pcache_ticket *t) {
     pthread_mutex_lock(&pc->mu);
-    while (t->pending) pthread_cond_wait(&pc->done, &pc->mu);
+    while (t->pending) {
+        task *k = take_copy(pc); /* queued ahead of ours, or ours: make it here */
+        if (k)
+            make_copy(pc, k);
+        else
+            pthread_cond_wait(&pc->done, &pc->mu); /* the copier is making it */
+    }
     pthread_mutex_unlock(&pc->mu);
 }
 

@@ -90,12 +90,14 @@ void serve_pcache_insert_take(serve_pcache *pc, const char *scope, size_t scope_
 
 /* 1 while the ticket's copy is not made yet. */
 int serve_pcache_copying(serve_pcache *pc, const serve_pcache_ticket *t);
-/* Block until the ticket's copy is made. */
+/* Block until the ticket's copy is made: the caller makes the copies queued
+ * up to it itself, with its OpenMP threads, unless the copier has begun them. */
 void serve_pcache_wait(serve_pcache *pc, const serve_pcache_ticket *t);
 /* Free snapshots evicted while a copy used them, now that none does (the
  * insert and lookup calls do this too). */
 void serve_pcache_reap(serve_pcache *pc);
-/* Tests: with hold = 1 the copier starts no copy until hold = 0. */
+/* Tests: with hold = 1 the copier thread starts no copy until hold = 0
+ * (serve_pcache_wait still makes them). */
 void serve_pcache_hold(serve_pcache *pc, int hold);
 
 /* Bytes one snapshot of seq costs (its caches at their capacity). */
