@@ -94,13 +94,20 @@ int k3_forward(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, int a
  * (one read of the weights per step); each sequence's KDA state and MLA cache
  * see only its own tokens, so the logits equal those of k3_forward on each
  * sequence alone (to rounding). A sequence may appear once per step.
+ * snap (may be NULL): a new sequence of the same model (k3_seq_new, nothing
+ * fed) that after the step holds seq's state as it was after the item's
+ * first snap_at tokens (0 < snap_at <= n), as if fed those alone: a prompt
+ * cache's snapshot at a message end inside a chunk, without a copy and
+ * without a step that stops there.
  * Returns 0, or -1 with k3_errmsg() (nothing consumed when the items are
- * refused: bad token, duplicate or foreign sequence). */
+ * refused: bad token, duplicate or foreign sequence, bad snap). */
 typedef struct k3_batch_item {
     k3_seq *seq;
     const int32_t *tokens;
     int64_t n;
     float *logits;
+    k3_seq *snap;
+    int64_t snap_at;
 } k3_batch_item;
 int k3_forward_batch(k3_batch_item *items, int n);
 

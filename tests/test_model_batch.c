@@ -8,7 +8,10 @@
  * logits within 1e-5 relative (max |a - b| <= 1e-5 max |ref|), and the greedy
  * continuations must be identical. Run for the automatic MLA path and both
  * forced paths, on HF and MLX fixtures. Refused batches (duplicate sequence,
- * bad token, too long a chunk) consume nothing.
+ * bad token, too long a chunk, a bad snapshot) consume nothing. Snapshots
+ * taken inside a step (k3_batch_item.snap) hold the state after their first
+ * snap_at tokens: fed the rest of the prompt they give the logits and the
+ * greedy token of the sequence alone.
  *
  * Usage: test_model_batch [MODEL_DIR...]. Without arguments it runs the
  * fixtures below; under `mpirun -np 2` (tests/sh/dist_batch.sh) the model is
@@ -86,10 +89,14 @@ static double run_batch(int path) {
             if (fed[s] < P_LEN[s]) {
                 int c = P_LEN[s] - fed[s] < CHUNK[s] ? P_LEN[s] - fed[s] : CHUNK[s];
                 int last = fed[s] + c == P_LEN[s];
-                it[n++] = (k3_batch_item){seq[s], g_prompt[s] + fed[s], c, last ? lg[s] : NULL};
+                it[n++] = (k3_batch_item){.seq = seq[s],
+                                          .tokens = g_prompt[s] + fed[s],
+                                          .n = c,
+                                          .logits = last ? lg[s] : NULL};
                 prefills++;
             } else {
-                it[n++] = (k3_batch_item){seq[s], &next[s], 1, lg[s]};
+                it[n++] =
+                    (k3_batch_item){.seq = seq[s], .tokens = &next[s], .n = 1, .logits = lg[s]};
                 decodes++;
             }
         }
@@ -138,7 +145,7 @@ TEST(batch_equals_single_absorbed) {
 TEST(batch_of_one_is_bitwise_k3_forward) {
     k3_seq *a = k3_seq_new(g_m), *b = k3_seq_new(g_m);
     float *la = calloc((size_t)g_V, 4), *lb = calloc((size_t)g_V, 4);
-    k3_batch_item it = {b, g_prompt[2], 30, lb};
+    k3_batch_item it = {.seq = b, .tokens = g_prompt[2], .n = 30, .logits = lb};
     CHECK(k3_forward(a, g_prompt[2], 30, la, 0) == 0 && k3_forward_batch(&it, 1) == 0);
     CHECK(memcmp(la, lb, sizeof(float) * (size_t)g_V) == 0, "differs by %g", rel_diff(lb, la, g_V));
     k3_seq_free(a);
@@ -147,20 +154,96 @@ TEST(batch_of_one_is_bitwise_k3_forward) {
     free(lb);
 }
 
+/* Feed snap the rest of prompt s from `from` on; its logits must be the
+ * single sequence's after the whole prompt. */
+static void check_snap(k3_seq *snap, int s, int from) {
+    float *lg = calloc((size_t)g_V, sizeof(float));
+    CHECK(k3_seq_len(snap) == from, "snap of seq %d at %d has length %lld", s, from,
+          (long long)k3_seq_len(snap));
+    if (from < P_LEN[s])
+        CHECK(k3_forward(snap, g_prompt[s] + from, P_LEN[s] - from, lg, 0) == 0, "%s", k3_errmsg());
+    else
+        CHECK(k3_forward(snap, &g_rtok[s][0], 1, lg, 0) == 0, "%s", k3_errmsg());
+    const float *ref = g_ref[s] + (from < P_LEN[s] ? 0 : g_V);
+    double d = rel_diff(lg, ref, g_V);
+    CHECK(d <= 1e-5, "snap of seq %d at %d: relative difference %g", s, from, d);
+    CHECK(argmax(lg, g_V) == argmax(ref, g_V), "snap of seq %d at %d: greedy differs", s, from);
+    free(lg);
+}
+
+TEST(snapshots_inside_a_step) {
+    k3_seq *a = k3_seq_new(g_m), *b = k3_seq_new(g_m), *sa1 = k3_seq_new(g_m),
+           *sa2 = k3_seq_new(g_m), *sb = k3_seq_new(g_m), *sd = k3_seq_new(g_m);
+    float *la = calloc((size_t)g_V, 4), *lb = calloc((size_t)g_V, 4);
+    /* step 1: a's first 11 tokens with a snapshot after 7; all of b, snapshot at its end */
+    k3_batch_item s1[2] = {{.seq = a, .tokens = g_prompt[2], .n = 11, .snap = sa1, .snap_at = 7},
+                           {.seq = b,
+                            .tokens = g_prompt[0],
+                            .n = P_LEN[0],
+                            .logits = lb,
+                            .snap = sb,
+                            .snap_at = P_LEN[0]}};
+    CHECK(k3_forward_batch(s1, 2) == 0, "%s", k3_errmsg());
+    /* step 2: the rest of a (snapshot after 26 of 30), b's first decode (snapshot at 1) */
+    k3_batch_item s2[2] = {
+        {.seq = b, .tokens = &g_rtok[0][0], .n = 1, .logits = lb, .snap = sd, .snap_at = 1},
+        {.seq = a,
+         .tokens = g_prompt[2] + 11,
+         .n = P_LEN[2] - 11,
+         .logits = la,
+         .snap = sa2,
+         .snap_at = 15}};
+    CHECK(k3_forward_batch(s2, 2) == 0, "%s", k3_errmsg());
+    CHECK(rel_diff(la, g_ref[2], g_V) <= 1e-5, "the live sequence changed: %g",
+          rel_diff(la, g_ref[2], g_V));
+    CHECK(rel_diff(lb, g_ref[0] + g_V, g_V) <= 1e-5, "the live decode changed");
+    check_snap(sa1, 2, 7);
+    check_snap(sa2, 2, 26);
+    check_snap(sb, 0, P_LEN[0]);
+    CHECK(k3_seq_len(sd) == P_LEN[0] + 1, "decode snapshot length %lld", (long long)k3_seq_len(sd));
+    k3_seq *all[] = {a, b, sa1, sa2, sb, sd};
+    for (int i = 0; i < 6; i++) k3_seq_free(all[i]);
+    free(la);
+    free(lb);
+}
+
 TEST(refused_batches_consume_nothing) {
     k3_seq *a = k3_seq_new(g_m), *b = k3_seq_new(g_m);
     int32_t ok[2] = {1, 2}, bad[2] = {3, g_V};
     static int32_t big[600];
-    k3_batch_item dup[2] = {{a, ok, 2, NULL}, {a, ok, 1, NULL}};
+    k3_batch_item dup[2] = {{.seq = a, .tokens = ok, .n = 2, .logits = NULL},
+                            {.seq = a, .tokens = ok, .n = 1, .logits = NULL}};
     CHECK(k3_forward_batch(dup, 2) == -1 && strstr(k3_errmsg(), "twice"), "%s", k3_errmsg());
-    k3_batch_item badtok[2] = {{a, ok, 2, NULL}, {b, bad, 2, NULL}};
+    k3_batch_item badtok[2] = {{.seq = a, .tokens = ok, .n = 2, .logits = NULL},
+                               {.seq = b, .tokens = bad, .n = 2, .logits = NULL}};
     CHECK(k3_forward_batch(badtok, 2) == -1 && strstr(k3_errmsg(), "sequence 1"), "%s",
           k3_errmsg());
-    k3_batch_item empty[1] = {{a, ok, 0, NULL}};
+    k3_batch_item empty[1] = {{.seq = a, .tokens = ok, .n = 0, .logits = NULL}};
     CHECK(k3_forward_batch(empty, 1) == -1);
-    k3_batch_item huge[1] = {{b, big, 600, NULL}};
+    k3_batch_item huge[1] = {{.seq = b, .tokens = big, .n = 600, .logits = NULL}};
     CHECK(k3_forward_batch(huge, 1) == -1 && strstr(k3_errmsg(), "at most"), "%s", k3_errmsg());
     CHECK(k3_forward_batch(dup, 0) == -1);
+    k3_seq *fed = k3_seq_new(g_m), *fresh = k3_seq_new(g_m);
+    CHECK(k3_forward(fed, ok, 1, NULL, 0) == 0);
+    k3_batch_item snap_fed[1] = {{.seq = a, .tokens = ok, .n = 2, .snap = fed, .snap_at = 1}};
+    CHECK(k3_forward_batch(snap_fed, 1) == -1 && strstr(k3_errmsg(), "has been fed"), "%s",
+          k3_errmsg());
+    k3_batch_item snap_at0[1] = {{.seq = a, .tokens = ok, .n = 2, .snap = fresh, .snap_at = 0}};
+    CHECK(k3_forward_batch(snap_at0, 1) == -1 && strstr(k3_errmsg(), "outside"), "%s", k3_errmsg());
+    k3_batch_item snap_past[1] = {{.seq = a, .tokens = ok, .n = 2, .snap = fresh, .snap_at = 3}};
+    CHECK(k3_forward_batch(snap_past, 1) == -1 && strstr(k3_errmsg(), "outside"), "%s",
+          k3_errmsg());
+    k3_batch_item snap_live[2] = {{.seq = a, .tokens = ok, .n = 2, .snap = b, .snap_at = 1},
+                                  {.seq = b, .tokens = ok, .n = 1}};
+    CHECK(k3_forward_batch(snap_live, 2) == -1 && strstr(k3_errmsg(), "used by"), "%s",
+          k3_errmsg());
+    k3_batch_item snap_twice[2] = {{.seq = a, .tokens = ok, .n = 2, .snap = fresh, .snap_at = 1},
+                                   {.seq = b, .tokens = ok, .n = 2, .snap = fresh, .snap_at = 2}};
+    CHECK(k3_forward_batch(snap_twice, 2) == -1 && strstr(k3_errmsg(), "used by"), "%s",
+          k3_errmsg());
+    CHECK(k3_seq_len(fresh) == 0 && k3_seq_len(fed) == 1, "a refused snapshot changed length");
+    k3_seq_free(fed);
+    k3_seq_free(fresh);
     CHECK(k3_seq_len(a) == 0 && k3_seq_len(b) == 0, "a refused batch advanced a sequence");
     k3_seq_free(a);
     k3_seq_free(b);
@@ -180,6 +263,7 @@ static int run_model(const char *dir) {
     RUN(batch_equals_single_expanded);
     RUN(batch_equals_single_absorbed);
     RUN(batch_of_one_is_bitwise_k3_forward);
+    RUN(snapshots_inside_a_step);
     RUN(refused_batches_consume_nothing);
     for (int s = 0; s < NS; s++) free(g_ref[s]);
     k3_model_free(g_m);

@@ -56,7 +56,8 @@ static int one_run(k3_model *m, int B, long P, long N, double *secs, double *cpu
     for (long i = 0; !rc && i < N; i++) {
         for (int b = 0; b < B; b++) {
             tok[b] = argmax(lg + (size_t)b * V, V);
-            it[b] = (k3_batch_item){s[b], &tok[b], 1, lg + (size_t)b * V};
+            it[b] = (k3_batch_item){
+                .seq = s[b], .tokens = &tok[b], .n = 1, .logits = lg + (size_t)b * V};
         }
         rc = k3_forward_batch(it, B);
     }

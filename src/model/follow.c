@@ -135,20 +135,24 @@ void k3_par_hook_forward(k3_seq *s, const int32_t *tokens, int64_t n, int path) 
 }
 
 /* A batch: command (count, total tokens, path), then per item its sequence
- * id and token count, then all the tokens. */
+ * id, token count, snapshot id (-1: none) and snap_at, then all the tokens. */
+enum { BATCH_HDR = 4 };
+
 void k3_par_hook_forward_batch(const k3_batch_item *items, int n, int path) {
     if (!driving()) return;
     int64_t total = 0;
-    int64_t *hdr = k3_xmalloc(sizeof *hdr * (size_t)(2 * n));
+    int64_t *hdr = k3_xmalloc(sizeof *hdr * (size_t)(BATCH_HDR * n));
     for (int i = 0; i < n; i++) {
-        hdr[2 * i] = items[i].seq->par_id, hdr[2 * i + 1] = items[i].n;
+        int64_t *h = hdr + BATCH_HDR * i;
+        h[0] = items[i].seq->par_id, h[1] = items[i].n;
+        h[2] = items[i].snap ? items[i].snap->par_id : -1, h[3] = items[i].snap_at;
         total += items[i].n;
     }
     int32_t *tok = k3_xmalloc(sizeof *tok * (size_t)total);
     for (int i = 0, at = 0; i < n; at += (int)items[i].n, i++)
         memcpy(tok + at, items[i].tokens, sizeof *tok * (size_t)items[i].n);
     send_cmd(OP_FORWARD_BATCH, n, total, path, 0);
-    bcast(hdr, sizeof *hdr * (size_t)(2 * n));
+    bcast(hdr, sizeof *hdr * (size_t)(BATCH_HDR * n));
     bcast(tok, sizeof *tok * (size_t)total);
     free(hdr);
     free(tok);
@@ -232,16 +236,21 @@ static int execute(follower *f, const command *k) {
     }
     case OP_FORWARD_BATCH: {
         int n = (int)k->a;
-        int64_t *hdr = k3_xmalloc(sizeof *hdr * (size_t)(2 * n));
+        int64_t *hdr = k3_xmalloc(sizeof *hdr * (size_t)(BATCH_HDR * n));
         int32_t *tok = k3_xmalloc(sizeof *tok * (size_t)(k->b ? k->b : 1));
         k3_batch_item *it = k3_xcalloc((size_t)n, sizeof *it);
-        bcast(hdr, sizeof *hdr * (size_t)(2 * n));
+        bcast(hdr, sizeof *hdr * (size_t)(BATCH_HDR * n));
         bcast(tok, sizeof *tok * (size_t)k->b);
         int rc = 0;
-        for (int i = 0, at = 0; i < n; at += (int)hdr[2 * i + 1], i++) {
-            it[i] = (k3_batch_item){*seq_slot(f, hdr[2 * i]), tok + at, hdr[2 * i + 1], NULL};
-            if (!it[i].seq)
-                rc = k3_seterr("forward on unknown sequence %lld", (long long)hdr[2 * i]);
+        for (int i = 0, at = 0; i < n; at += (int)hdr[BATCH_HDR * i + 1], i++) {
+            const int64_t *h = hdr + BATCH_HDR * i;
+            it[i] = (k3_batch_item){.seq = *seq_slot(f, h[0]), .tokens = tok + at, .n = h[1]};
+            if (!it[i].seq) rc = k3_seterr("forward on unknown sequence %lld", (long long)h[0]);
+            if (h[2] >= 0) {
+                it[i].snap = *seq_slot(f, h[2]), it[i].snap_at = h[3];
+                if (!it[i].snap)
+                    rc = k3_seterr("snapshot to unknown sequence %lld", (long long)h[2]);
+            }
         }
         if (!rc) rc = k3_forward_batch_path(it, n, (int)k->c);
         free(hdr);

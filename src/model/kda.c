@@ -129,7 +129,16 @@ void k3_kda_conv(float *z, int64_t T, int64_t ld, int64_t col0, int64_t C, const
     conv_silu(z, T, ld, col0, C, w, K, state, sld);
 }
 
-/* kda_conv3's work for the calling thread (all of it outside a region). */
+/* Channels [c0, c0+n) of a conv history (K-1 rows, sld apart) into to. */
+static void copy_conv_state(float *to, const float *from, int64_t c0, int64_t n, int K,
+                            int64_t sld) {
+    for (int j = 0; j < K - 1; j++)
+        memcpy(to + j * sld + c0, from + j * sld + c0, sizeof(float) * (size_t)n);
+}
+
+/* kda_conv3's work for the calling thread (all of it outside a region). A
+ * sequence with a snapshot convolves its rows in two calls, split where the
+ * snapshot is taken: the history carries over, so the bits are the same. */
 static void conv3_silu(float *const zb[3], const k3_segs *sg, int64_t T, int64_t P, const float *w,
                        int K) {
     const int64_t per = (P + 7) / 8, items = 3 * per; /* items per buffer and per sequence */
@@ -137,8 +146,16 @@ static void conv3_silu(float *const zb[3], const k3_segs *sg, int64_t T, int64_t
     for (int64_t it = 0; it < sg->n * items; it++) {
         int64_t s = it / items, r = it % items;
         int64_t b = r / per, c0 = (r % per) * 8, n = P - c0 < 8 ? P - c0 : 8;
-        int64_t t0 = sg->off[s], ts = sg->off[s + 1] - t0;
-        conv_item(zb[b] + t0 * P, ts, P, c0, n, w + b * P * K, K, sg->c[s]->conv + b * P, 3 * P);
+        int64_t t0 = sg->off[s], ts = sg->off[s + 1] - t0, at = k3_segs_snap_at(sg, (int)s);
+        float *z = zb[b] + t0 * P, *state = sg->c[s]->conv + b * P;
+        const float *wb = w + b * P * K;
+        if (!at) {
+            conv_item(z, ts, P, c0, n, wb, K, state, 3 * P);
+            continue;
+        }
+        conv_item(z, at, P, c0, n, wb, K, state, 3 * P);
+        copy_conv_state(sg->snap[s]->conv + b * P, state, c0, n, K, 3 * P);
+        if (at < ts) conv_item(z + at * P, ts - at, P, c0, n, wb, K, state, 3 * P);
     }
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < 3 * T; r++) {
@@ -327,6 +344,7 @@ static void kda_head(const k3_config *cf, const k3_kda_w *w, const k3_segs *sg, 
     int64_t P = (int64_t)H * hd, s = sh / H;
     int h = (int)(sh % H);
     float *S = sg->c[s]->S + (int64_t)h * hd * hd;
+    const int64_t at = k3_segs_snap_at(sg, (int)s), snap_t = sg->off[s] + at - 1;
     for (int64_t t = sg->off[s]; t < sg->off[s + 1]; t++) {
         int64_t o = t * P + (int64_t)h * hd;
         float *q = b->q + o, *k = b->k + o, *a = b->a + o;
@@ -339,6 +357,8 @@ static void kda_head(const k3_config *cf, const k3_kda_w *w, const k3_segs *sg, 
         else
             k3_kda_step_ref(S, hd, hd, q, k, b->v + o, a, beta, b->y + o);
         kda_gate_out(cf, w, b->y + o, b->g + o);
+        if (at && t == snap_t) /* the state after the snapshot's last row */
+            memcpy(sg->snap[s]->S + (int64_t)h * hd * hd, S, sizeof(float) * (size_t)hd * hd);
     }
 }
 

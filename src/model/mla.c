@@ -100,7 +100,17 @@ static void mla_queries(const k3_model *m, const k3_mla_w *w, const float *x, in
     }
 }
 
-/* Append normalized latents and k_pe of the T rows to their sequences' caches. */
+/* A snapshot's cache: the first n rows of c. */
+static int cache_snap(k3_layer_cache *to, const k3_layer_cache *c, int64_t n, int r, int rope) {
+    if (cache_grow(to, n, r, rope)) return -1;
+    memcpy(to->lat, c->lat, sizeof(float) * (size_t)(n * r));
+    memcpy(to->kpe, c->kpe, sizeof(float) * (size_t)(n * rope));
+    to->n = n;
+    return 0;
+}
+
+/* Append normalized latents and k_pe of the T rows to their sequences' caches
+ * (and a snapshot's share to its cache). */
 static int mla_append(const k3_model *m, const k3_mla_w *w, const k3_segs *sg, const float *x,
                       int64_t T, k3_workspace *ws, const k3_mla_pre *pre) {
     int r = m->c->kv_lora_rank, rope = m->c->qk_rope_head_dim;
@@ -116,6 +126,8 @@ static int mla_append(const k3_model *m, const k3_mla_w *w, const k3_segs *sg, c
             k3_rmsnorm(row, r, w->kva_norm, 1e-6, c->lat + (c->n + t) * r);
             memcpy(c->kpe + (c->n + t) * rope, row + r, sizeof(float) * (size_t)rope);
         }
+        int64_t at = k3_segs_snap_at(sg, s);
+        if (at && cache_snap(sg->snap[s], c, c->n + at, r, rope)) return -1;
         c->n += ts;
     }
     return 0;

@@ -363,11 +363,16 @@ typedef struct {
     const int64_t *off; /* [n + 1] row offsets */
     int n;
     k3_layer_cache **lc; /* [n] scratch: layer i's caches */
+    k3_seq *const *snap; /* NULL, or [n]: snapshots taken inside the pass (k3_batch_item) */
+    const int64_t *snap_at;
+    k3_layer_cache **snap_lc; /* [n] scratch when snap: layer i's caches of the snapshots */
 } fwd_seqs;
 
 static k3_segs layer_segs(const fwd_seqs *fs, int i) {
     for (int s = 0; s < fs->n; s++) fs->lc[s] = &fs->seq[s]->lc[i];
-    return (k3_segs){fs->n, fs->lc, fs->off};
+    if (!fs->snap) return (k3_segs){fs->n, fs->lc, fs->off, NULL, NULL};
+    for (int s = 0; s < fs->n; s++) fs->snap_lc[s] = fs->snap[s] ? &fs->snap[s]->lc[i] : NULL;
+    return (k3_segs){fs->n, fs->lc, fs->off, fs->snap_lc, fs->snap_at};
 }
 
 /* Mixer then FFN of layer i on b->x [T, D], with AttnRes block list R. At a
@@ -501,7 +506,10 @@ static int forward_ws(const k3_model *m, const fwd_seqs *fs, const int32_t *toke
     if (!rc && last) forward_head(m, &b, R, nR, n, logits, all, rows, out, nrows);
     if (m->drop_pages) drop_weight_pages(m);
     for (int j = 0; j < nrecv; j++) free(R[j]);
-    for (int s = 0; !rc && s < fs->n; s++) fs->seq[s]->len += fs->off[s + 1] - fs->off[s];
+    for (int s = 0; !rc && s < fs->n; s++) {
+        if (fs->snap && fs->snap[s]) fs->snap[s]->len = fs->seq[s]->len + fs->snap_at[s];
+        fs->seq[s]->len += fs->off[s + 1] - fs->off[s];
+    }
     return rc;
 }
 
@@ -516,7 +524,7 @@ int k3_forward_path(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, 
     k3_workspace *ws = ws_acquire(m);
     int64_t off[2] = {0, n};
     k3_layer_cache *lc[1];
-    fwd_seqs fs = {&s, off, 1, lc};
+    fwd_seqs fs = {&s, off, 1, lc, NULL, NULL, NULL};
     int rc = forward_ws(m, &fs, tokens, n, logits, all, NULL, NULL, 0, path, ws);
     ws_release(m, ws);
     return rc;
@@ -540,10 +548,29 @@ int k3_forward(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, int a
 
 /* ---- batched passes ------------------------------------------------------- */
 
+/* Item i's snap, if any, is a fresh sequence of the model that no other item
+ * uses, taken at 0 < snap_at <= n. */
+static int check_snap(const k3_batch_item *items, int n, int i, const k3_model *m) {
+    const k3_batch_item *it = &items[i];
+    if (!it->snap) return 0;
+    if (it->snap->m != m)
+        return k3_seterr("k3_forward_batch: sequence %d's snap is of another model", i);
+    if (it->snap->len != 0)
+        return k3_seterr("k3_forward_batch: sequence %d's snap has been fed (it must be new)", i);
+    if (it->snap_at < 1 || it->snap_at > it->n)
+        return k3_seterr("k3_forward_batch: sequence %d's snap_at %lld is outside [1, %lld]", i,
+                         (long long)it->snap_at, (long long)it->n);
+    for (int j = 0; j < n; j++)
+        if (items[j].seq == it->snap || (j != i && items[j].snap == it->snap))
+            return k3_seterr("k3_forward_batch: sequence %d's snap is used by item %d too", i, j);
+    return 0;
+}
+
 int k3_forward_batch_path(k3_batch_item *items, int n, int path) {
     if (n < 1) return k3_seterr("k3_forward_batch: need at least one sequence");
     k3_model *m = items[0].seq ? items[0].seq->m : NULL;
     int64_t total = 0;
+    int snaps = 0;
     for (int i = 0; i < n; i++) {
         const k3_batch_item *it = &items[i];
         if (!it->seq || it->seq->m != m)
@@ -559,6 +586,8 @@ int k3_forward_batch_path(k3_batch_item *items, int n, int path) {
             return k3_seterr("k3_forward_batch: sequence %d brings %lld tokens; at most %d per "
                              "sequence per step",
                              i, (long long)it->n, K3_FORWARD_CHUNK);
+        if (check_snap(items, n, i, m)) return -1;
+        snaps += it->snap != NULL;
         total += it->n;
     }
     if ((m->tp_size > 1 || m->pp_size > 1) && !m->comm)
@@ -571,15 +600,19 @@ int k3_forward_batch_path(k3_batch_item *items, int n, int path) {
             *rows = k3_xmalloc(sizeof *rows * (size_t)n);
     int32_t *tok = k3_xmalloc(sizeof *tok * (size_t)total);
     float **out = k3_xmalloc(sizeof *out * (size_t)n);
+    k3_seq **snap = snaps ? k3_xmalloc(sizeof *snap * (size_t)n) : NULL;
+    int64_t *snap_at = snaps ? k3_xmalloc(sizeof *snap_at * (size_t)n) : NULL;
+    k3_layer_cache **snap_lc = snaps ? k3_xmalloc(sizeof *snap_lc * (size_t)n) : NULL;
     int nrows = 0;
     off[0] = 0;
     for (int i = 0; i < n; i++) {
+        if (snap) snap[i] = items[i].snap, snap_at[i] = items[i].snap_at;
         seq[i] = items[i].seq;
         memcpy(tok + off[i], items[i].tokens, sizeof *tok * (size_t)items[i].n);
         off[i + 1] = off[i] + items[i].n;
         if (items[i].logits) rows[nrows] = off[i + 1] - 1, out[nrows++] = items[i].logits;
     }
-    fwd_seqs fs = {seq, off, n, lc};
+    fwd_seqs fs = {seq, off, n, lc, snap, snap_at, snap_lc};
     k3_workspace *ws = ws_acquire(m);
     int rc = forward_ws(m, &fs, tok, total, NULL, 0, rows, out, nrows, path, ws);
     ws_release(m, ws);
@@ -589,6 +622,9 @@ int k3_forward_batch_path(k3_batch_item *items, int n, int path) {
     free(rows);
     free(tok);
     free(out);
+    free(snap);
+    free(snap_at);
+    free(snap_lc);
     return rc;
 }
 

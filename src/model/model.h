@@ -171,7 +171,16 @@ typedef struct {
     int n;                    /* sequences */
     k3_layer_cache *const *c; /* [n] this layer's caches */
     const int64_t *off;       /* [n + 1], off[0] = 0, off[n] = T */
+    /* NULL, or [n]: the layer caches of sequence i's snapshot (NULL: none),
+       which get its state after its first snap_at[i] rows (k3_batch_item) */
+    k3_layer_cache *const *snap;
+    const int64_t *snap_at;
 } k3_segs;
+
+/* Rows of segment s after which its snapshot is taken; 0 when it has none. */
+static inline int64_t k3_segs_snap_at(const k3_segs *sg, int s) {
+    return sg->snap && sg->snap[s] ? sg->snap_at[s] : 0;
+}
 
 /* Blocks. x is the normalized input [T, D]; out is [T, D]. 0 or -1 + k3_errmsg. */
 void k3_kda_forward(const k3_model *m, const k3_layer *l, const k3_segs *sg, const float *x,

@@ -5,17 +5,19 @@
  * then builds one k3_forward_batch: every decoding job's pending token
  * (rotating which ones when there are more than max_batch), then prompt
  * chunks of the prefilling jobs in arrival order within max_step_tokens.
- * A chunk also ends at the next snapshot mark (end of a message in the
- * rendered prompt), where the prompt cache takes a snapshot; the whole
- * prompt is stored with its last logits, so an identical repeat prefills
- * nothing. After a turn that ended on a stop token, the stop token rides in
- * the next step and prompt + answer + stop is stored too (the cache takes
- * the sequence itself). The prompt cache copies on its own thread (a
- * snapshot at a mark, or a restore from a hit) while the worker prepares the
- * other jobs, and the next step waits for the copies it needs: a copy moves
- * the sequence state once (the bench preset's 3.4 MB: 0.6 ms into a kept
- * block, 11 ms into fresh memory on this project's VMs; 465 MB at K3's real
- * size) where a step reads every weight (30-400 ms on the bench preset), so
+ * A snapshot mark (end of a message in the rendered prompt) inside a chunk
+ * is taken inside the step (k3_batch_item.snap: the state is written
+ * straight into a new sequence the cache keeps); a chunk ends at the next
+ * mark after that, where the cache copies the sequence after the step. The
+ * whole prompt is stored with its last logits, so an identical repeat
+ * prefills nothing. After a turn that ended on a stop token, the stop token
+ * rides in the next step and prompt + answer + stop is stored too (the cache
+ * takes the sequence itself). Copies (a snapshot at a chunk's end, or a
+ * restore from a hit) are queued, and the next step waits for those it
+ * needs, making them on the worker's threads (pcache.h): a copy moves the
+ * sequence state once (the bench preset's 3.4 MB: 0.6 ms into a kept block,
+ * 11 ms into fresh memory on this project's VMs; 465 MB at K3's real size)
+ * where a step reads every weight (30-400 ms on the bench preset), so
  * waiting for it costs the others less than a step left out costs the job.
  * While it has no job the worker faults in the model's state reserve (k3.h),
  * a piece at a time, so a burst's copies land in blocks already touched. */
@@ -457,6 +459,27 @@ static void prepare(serve_sched *s, int stopping, k3_buf *b) {
     }
 }
 
+/* The item for j's next prompt chunk of at most `room` tokens. A message
+ * mark inside the chunk (not the prompt's end) is taken by a snapshot inside
+ * the step (k3_batch_item.snap), stored by after_step without a copy; the
+ * chunk ends at the next mark after that, or at the prompt's end, and that
+ * mark is copied after the step (with the prompt's last logits at its end). */
+static k3_batch_item prompt_item(serve_sched *s, serve_job *j, int64_t room) {
+    int64_t n = j->n_prompt - j->n_fed;
+    if (n > s->o.prefill_chunk) n = s->o.prefill_chunk;
+    if (n > room) n = room;
+    k3_batch_item it = {.seq = j->seq, .tokens = j->prompt + j->n_fed};
+    int mk = j->next_mark;
+    if (mk < j->n_marks && j->marks[mk] < j->n_prompt && j->marks[mk] <= j->n_fed + n &&
+        (it.snap = k3_seq_new(s->eng->model))) /* else: stop at the mark, copied after */
+        it.snap_at = j->marks[mk++] - j->n_fed;
+    if (mk < j->n_marks && j->n_fed + n > j->marks[mk])
+        n = j->marks[mk] - j->n_fed; /* stop at the (next) snapshot mark */
+    it.n = n;
+    it.logits = j->n_fed + n == j->n_prompt ? j->logits : NULL;
+    return it;
+}
+
 /* The next step's batch: decodes first (all of them when they fit; one
  * token each), then prompt chunks in arrival order. While a prompt waits,
  * one item and one token stay free for it, so prefills always advance. */
@@ -471,22 +494,17 @@ static int build_batch(serve_sched *s) {
     for (int k = 0; k < s->n_active; k++) {
         serve_job *j = s->active[(k + s->rr) % s->n_active];
         if (!j || j->paused || !j->decoding || nb >= dec_b || tokens >= dec_t) continue;
-        s->items[nb] = (k3_batch_item){j->seq, &j->pending, 1, j->closing ? NULL : j->logits};
+        s->items[nb] = (k3_batch_item){
+            .seq = j->seq, .tokens = &j->pending, .n = 1, .logits = j->closing ? NULL : j->logits};
         s->item_job[nb++] = j;
         tokens++;
     }
     for (int i = 0; i < s->n_active && nb < max_b && tokens < max_t; i++) {
         serve_job *j = s->active[i];
         if (!j || j->paused || j->decoding) continue;
-        int64_t n = j->n_prompt - j->n_fed, room = max_t - tokens;
-        if (n > s->o.prefill_chunk) n = s->o.prefill_chunk;
-        if (n > room) n = room;
-        if (j->next_mark < j->n_marks && j->n_fed + n > j->marks[j->next_mark])
-            n = j->marks[j->next_mark] - j->n_fed; /* stop at the snapshot mark */
-        int last = j->n_fed + n == j->n_prompt;
-        s->items[nb] = (k3_batch_item){j->seq, j->prompt + j->n_fed, n, last ? j->logits : NULL};
+        s->items[nb] = prompt_item(s, j, max_t - tokens);
+        tokens += s->items[nb].n;
         s->item_job[nb++] = j;
-        tokens += n;
     }
     return nb;
 }
@@ -498,6 +516,11 @@ static void after_step(serve_sched *s, int nb, k3_buf *b) {
         b->n = 0;
         if (!j->decoding) {
             int64_t n = s->items[k].n;
+            if (s->items[k].snap) { /* a message mark inside the chunk: no copy */
+                serve_pcache_insert_take(s->cache, j->cache_scope, j->cache_scope_len, j->prompt,
+                                         j->n_fed + s->items[k].snap_at, s->items[k].snap);
+                j->next_mark++;
+            }
             j->n_fed += n;
             j->n_prefilled += n;
             stats_add(s, &s->st.prefill_tokens, (uint64_t)n);
@@ -527,6 +550,7 @@ static void step_failed(serve_sched *s, int nb, k3_buf *b) {
     for (int k = 0; k < nb; k++) {
         serve_job *j = s->item_job[k];
         b->n = 0;
+        k3_seq_free(s->items[k].snap); /* half made */
         for (int i = 0; i < s->n_active; i++)
             if (s->active[i] == j) s->active[i] = NULL;
         job_fail(s, j, b);

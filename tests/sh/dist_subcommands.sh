@@ -63,6 +63,15 @@ serve_text() { # np (1 = plain), -> prints the completion text
     done
     curl -s -m 30 "http://127.0.0.1:$port/v1/completions" -H 'Content-Type: application/json' \
         -d '{"prompt":"Hello","max_tokens":8,"temperature":0}' | grep -o '"text":"[^"]*"'
+    # two chats with one system prompt: the first stores a snapshot at the
+    # system prompt's end inside its prefill step (k3_batch_item.snap, on every
+    # rank), the second starts from it
+    local chat='{"max_tokens":8,"temperature":0,"chat_template_kwargs":{"thinking":false},"messages":[{"role":"system","content":"You answer in few words."},{"role":"user","content":"%s"}]}'
+    for q in Hi Bye; do
+        # shellcheck disable=SC2059
+        curl -s -m 30 "http://127.0.0.1:$port/v1/chat/completions" -H 'Content-Type: application/json' \
+            -d "$(printf "$chat" "$q")" | grep -o '"content":"[^"]*"\|"cached_tokens":[0-9]*'
+    done
     kill -TERM "$SERVER" 2>/dev/null
     wait "$SERVER" 2>/dev/null
     echo $? >"$TMP/serve$np.rc"
