@@ -8,7 +8,9 @@
 #include <string.h>
 
 /* Integer field: absent or null → def. Booleans are accepted as 0/1 where the
- * field is a flag (is_flag). Anything else is a type error naming the field. */
+ * field is a flag (is_flag); a real only when it is a whole number within int's
+ * range (checked before any conversion: converting 3e9 or 1e30 to an integer
+ * type is undefined). Anything else is a type error naming the field. */
 static int get_int(json_t *o, const char *key, int def, int *out, const char *label) {
     json_t *v = json_object_get(o, key);
     if (!v || json_is_null(v)) {
@@ -19,8 +21,11 @@ static int get_int(json_t *o, const char *key, int def, int *out, const char *la
         *out = json_is_true(v);
         return 0;
     }
-    if (json_is_real(v) && json_real_value(v) == (double)(long long)json_real_value(v)) {
-        *out = (int)json_real_value(v);
+    if (json_is_real(v)) {
+        double d = json_real_value(v);
+        if (!(d >= -2147483648.0 && d <= 2147483647.0) || d != (double)(int)d)
+            return k3_seterr("%s: field \"%s\" must be an integer", label, key);
+        *out = (int)d;
         return 0;
     }
     if (!json_is_integer(v) || json_integer_value(v) < -(1LL << 31) ||

@@ -148,6 +148,17 @@ else
     echo "FAIL tokenizer_byte_level_on_request"
     sed 's/^/  /' "$tmp/err"
 fi
+# integer fields given as reals: whole numbers in range load; others are
+# refused by name, never converted out of range (UBSan: fuzz_config found 3e9)
+for v in 3e9 1e30 -3e9 2.5; do
+    fresh
+    cfg_set "t['hidden_size'] = $v"
+    check "config_real_int_$v" 'field "hidden_size" must be an integer' L
+done
+fresh
+cfg_set 't["num_attention_heads"] = float(t["num_attention_heads"])'
+if L 2>"$tmp/err"; then echo "PASS config_whole_real_loads"; else
+    echo "FAIL config_whole_real_loads"; sed 's/^/  /' "$tmp/err"; fi
 cfg_set 'c["k3_tokenizer"] = "byte-level"'
 if "$K3" generate --model "$tmp/m" --prompt hi -m 1 >/dev/null 2>"$tmp/err" &&
     [ "$(echo -n 'Hi' | "$K3" tokenize --model "$tmp/m")" = "72,105" ]; then
