@@ -8,7 +8,8 @@
  * Copies are made on the cache's copier thread: held there, a snapshot still
  * being filled is hit by a restore that then gets exactly its state, a
  * snapshot evicted while copies use it is freed only after them, and a
- * sequence handed over with insert_take is kept without a copy. A waiter
+ * sequence handed over with insert_take is kept without a copy (with logits
+ * it serves a whole-prompt hit). A waiter
  * makes the queued copies itself (on its OpenMP threads) while the copier
  * is held, a fill before the restore that reads it. */
 #include <omp.h>
@@ -307,8 +308,8 @@ TEST(insert_take_keeps_the_sequence) {
     int32_t ids[N + 3];
     ids_for(ids, N + 3, 30);
     serve_pcache *pc = serve_pcache_new(64u << 20, vocab);
-    serve_pcache_insert_take(pc, KEY, ids, N, prefilled(ids, N));
-    serve_pcache_insert_take(pc, KEY, ids, N, prefilled(ids, N)); /* same ids: freed */
+    serve_pcache_insert_take(pc, KEY, ids, N, prefilled(ids, N), NULL);
+    serve_pcache_insert_take(pc, KEY, ids, N, prefilled(ids, N), NULL); /* same ids: freed */
     serve_pcache_stats st = serve_pcache_get_stats(pc);
     CHECK(st.entries == 1 && st.snapshots == 1 && st.copies == 0);
     int64_t m;
@@ -317,8 +318,21 @@ TEST(insert_take_keeps_the_sequence) {
     double w = resume_diff(h, ids, N, N + 3);
     CHECK(w == 0, "restore of a taken sequence differs by %g", w);
     k3_seq_free(h);
+    h = serve_pcache_lookup(pc, KEY, ids, N, g_lg, &m); /* no logits: not a whole-prompt hit */
+    CHECK(!h && m == 0);
+    /* with the last token's logits it replaces the one without: a whole-prompt hit */
+    float *lg = malloc(sizeof(float) * (size_t)vocab);
+    k3_seq *s = k3_seq_new(model);
+    CHECK(k3_forward(s, ids, N, lg, 0) == 0);
+    serve_pcache_insert_take(pc, KEY, ids, N, s, lg);
+    st = serve_pcache_get_stats(pc);
+    CHECK(st.entries == 1 && st.snapshots == 2 && st.copies == 1); /* the copy: one restore */
+    h = serve_pcache_lookup(pc, KEY, ids, N, g_lg, &m);
+    CHECK(h && m == N && memcmp(g_lg, lg, sizeof(float) * (size_t)vocab) == 0);
+    k3_seq_free(h);
+    free(lg);
     serve_pcache *off = serve_pcache_new(0, vocab); /* cache off: taken and freed */
-    serve_pcache_insert_take(off, KEY, ids, N, prefilled(ids, N));
+    serve_pcache_insert_take(off, KEY, ids, N, prefilled(ids, N), NULL);
     CHECK(serve_pcache_get_stats(off).entries == 0);
     serve_pcache_free(off);
     serve_pcache_free(pc);

@@ -494,8 +494,8 @@ int serve_pcache_insert(serve_pcache *pc, const char *key, size_t key_len, const
 }
 
 void serve_pcache_insert_take(serve_pcache *pc, const char *key, size_t key_len, const int32_t *ids,
-                              int64_t n, k3_seq *seq) {
-    insert(pc, key, key_len, ids, n, seq, NULL, 1, NULL);
+                              int64_t n, k3_seq *seq, const float *logits) {
+    insert(pc, key, key_len, ids, n, seq, logits, 1, NULL);
 }
 
 serve_pcache_stats serve_pcache_get_stats(serve_pcache *pc) {

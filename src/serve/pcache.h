@@ -83,10 +83,11 @@ int serve_pcache_insert(serve_pcache *pc, const char *scope, size_t scope_len, c
 int serve_pcache_insert_async(serve_pcache *pc, const char *scope, size_t scope_len,
                               const int32_t *ids, int64_t n, const k3_seq *seq, const float *logits,
                               serve_pcache_ticket *t);
-/* Store seq itself (no copy; no logits): the cache owns it from now on and
- * frees it if it keeps it not (same ids stored already, or over the budget). */
+/* Store seq itself (no copy), with its last token's logits or NULL: the cache
+ * owns it from now on and frees it if it keeps it not (same ids stored
+ * already, unless this one adds logits, or over the budget). */
 void serve_pcache_insert_take(serve_pcache *pc, const char *scope, size_t scope_len,
-                              const int32_t *ids, int64_t n, k3_seq *seq);
+                              const int32_t *ids, int64_t n, k3_seq *seq, const float *logits);
 
 /* 1 while the ticket's copy is not made yet. */
 int serve_pcache_copying(serve_pcache *pc, const serve_pcache_ticket *t);

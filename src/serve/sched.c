@@ -263,7 +263,7 @@ static void store_turn(serve_sched *s, serve_job *j) {
     int32_t *ids = k3_xmalloc(sizeof *ids * (size_t)n);
     memcpy(ids, j->prompt, sizeof *ids * (size_t)j->n_prompt);
     memcpy(ids + j->n_prompt, j->gen, sizeof *ids * (size_t)j->n_gen);
-    serve_pcache_insert_take(s->cache, j->cache_scope, j->cache_scope_len, ids, n, j->seq);
+    serve_pcache_insert_take(s->cache, j->cache_scope, j->cache_scope_len, ids, n, j->seq, NULL);
     j->seq = NULL;
     free(ids);
 }
@@ -459,18 +459,18 @@ static void prepare(serve_sched *s, int stopping, k3_buf *b) {
     }
 }
 
-/* The item for j's next prompt chunk of at most `room` tokens. A message
- * mark inside the chunk (not the prompt's end) is taken by a snapshot inside
- * the step (k3_batch_item.snap), stored by after_step without a copy; the
- * chunk ends at the next mark after that, or at the prompt's end, and that
- * mark is copied after the step (with the prompt's last logits at its end). */
+/* The item for j's next prompt chunk of at most `room` tokens. The first
+ * snapshot mark in the chunk is taken inside the step (k3_batch_item.snap)
+ * and stored by after_step without a copy (at the prompt's end with its last
+ * logits). The chunk ends at the next mark after that, or earlier; a mark
+ * that ends a chunk already holding a snapshot is copied after the step. */
 static k3_batch_item prompt_item(serve_sched *s, serve_job *j, int64_t room) {
     int64_t n = j->n_prompt - j->n_fed;
     if (n > s->o.prefill_chunk) n = s->o.prefill_chunk;
     if (n > room) n = room;
     k3_batch_item it = {.seq = j->seq, .tokens = j->prompt + j->n_fed};
     int mk = j->next_mark;
-    if (mk < j->n_marks && j->marks[mk] < j->n_prompt && j->marks[mk] <= j->n_fed + n &&
+    if (mk < j->n_marks && j->marks[mk] <= j->n_fed + n &&
         (it.snap = k3_seq_new(s->eng->model))) /* else: stop at the mark, copied after */
         it.snap_at = j->marks[mk++] - j->n_fed;
     if (mk < j->n_marks && j->n_fed + n > j->marks[mk])
@@ -516,9 +516,11 @@ static void after_step(serve_sched *s, int nb, k3_buf *b) {
         b->n = 0;
         if (!j->decoding) {
             int64_t n = s->items[k].n;
-            if (s->items[k].snap) { /* a message mark inside the chunk: no copy */
+            if (s->items[k].snap) { /* a mark inside the chunk or at its end: no copy */
+                int64_t at = j->n_fed + s->items[k].snap_at;
                 serve_pcache_insert_take(s->cache, j->cache_scope, j->cache_scope_len, j->prompt,
-                                         j->n_fed + s->items[k].snap_at, s->items[k].snap);
+                                         at, s->items[k].snap,
+                                         at == j->n_prompt ? j->logits : NULL);
                 j->next_mark++;
             }
             j->n_fed += n;
