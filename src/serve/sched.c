@@ -5,14 +5,14 @@
  * then builds one k3_forward_batch: every decoding job's pending token
  * (rotating which ones when there are more than max_batch), then prompt
  * chunks of the prefilling jobs in arrival order within max_step_tokens.
- * A snapshot mark (end of a message in the rendered prompt) inside a chunk
- * is taken inside the step (k3_batch_item.snap: the state is written
- * straight into a new sequence the cache keeps); a chunk ends at the next
- * mark after that, where the cache copies the sequence after the step. The
- * whole prompt is stored with its last logits, so an identical repeat
- * prefills nothing. After a turn that ended on a stop token, the stop token
- * rides in the next step and prompt + answer + stop is stored too (the cache
- * takes the sequence itself). Copies (a snapshot at a chunk's end, or a
+ * The first snapshot mark (end of a message in the rendered prompt, or the
+ * prompt's end) in a chunk is taken inside the step (k3_batch_item.snap:
+ * the state is written straight into a new sequence the cache keeps); a
+ * chunk ends at the next mark after that, which the cache copies after the
+ * step. The whole prompt is stored with its last logits, so an identical
+ * repeat prefills nothing. After a turn that ended on a stop token, the stop
+ * token rides in the next step and prompt + answer + stop is stored too (the
+ * cache takes the sequence itself). Copies (a chunk's second mark, or a
  * restore from a hit) are queued, and the next step waits for those it
  * needs, making them on the worker's threads (pcache.h): a copy moves the
  * sequence state once (the bench preset's 3.4 MB: 0.6 ms into a kept block,
@@ -348,8 +348,6 @@ static void job_cancel_now(serve_sched *s, serve_job *j, k3_buf *b) {
 
 /* ---------------- the worker ---------------- */
 
-/* Move queued jobs into the active set; wait while there is nothing to do.
- * Returns 0 when the worker should exit. */
 /* The worker was idle and a request came: wait (under mu) until
  * batch_window_s after its arrival, or until a full set of jobs queues.
  * Clients that start together reach the server a few ms apart (8 streaming
@@ -369,6 +367,8 @@ static void gather_burst(serve_sched *s) {
     }
 }
 
+/* Move queued jobs into the active set; wait while there is nothing to do.
+ * Returns 0 when the worker should exit. */
 static int admit(serve_sched *s, int *stopping) {
     pthread_mutex_lock(&s->mu);
     s->st.active = s->n_active;
@@ -459,20 +459,40 @@ static void prepare(serve_sched *s, int stopping, k3_buf *b) {
     }
 }
 
+/* Whether an earlier item of this step (of nb) takes a snapshot of the same
+ * ids as j's first `mark` prompt ids, in j's scope, with logits exactly when
+ * j's would have them (at a prompt's end): a burst of requests with one new
+ * system prompt stores it once, as the copies did (the cache keeps the first
+ * and would free the others). */
+static int snapped_in_step(const serve_sched *s, int nb, const serve_job *j, int64_t mark) {
+    for (int k = 0; k < nb; k++) {
+        const serve_job *o = s->item_job[k];
+        if (!s->items[k].snap || o->n_fed + s->items[k].snap_at != mark ||
+            (mark == o->n_prompt) != (mark == j->n_prompt) ||
+            o->cache_scope_len != j->cache_scope_len)
+            continue;
+        if ((!j->cache_scope_len || !memcmp(o->cache_scope, j->cache_scope, j->cache_scope_len)) &&
+            !memcmp(o->prompt, j->prompt, sizeof *j->prompt * (size_t)mark))
+            return 1;
+    }
+    return 0;
+}
+
 /* The item for j's next prompt chunk of at most `room` tokens. The first
  * snapshot mark in the chunk is taken inside the step (k3_batch_item.snap)
  * and stored by after_step without a copy (at the prompt's end with its last
  * logits). The chunk ends at the next mark after that, or earlier; a mark
  * that ends a chunk already holding a snapshot is copied after the step. */
-static k3_batch_item prompt_item(serve_sched *s, serve_job *j, int64_t room) {
+static k3_batch_item prompt_item(serve_sched *s, int nb, serve_job *j, int64_t room) {
     int64_t n = j->n_prompt - j->n_fed;
     if (n > s->o.prefill_chunk) n = s->o.prefill_chunk;
     if (n > room) n = room;
     k3_batch_item it = {.seq = j->seq, .tokens = j->prompt + j->n_fed};
     int mk = j->next_mark;
-    if (mk < j->n_marks && j->marks[mk] <= j->n_fed + n &&
-        (it.snap = k3_seq_new(s->eng->model))) /* else: stop at the mark, copied after */
+    if (mk < j->n_marks && j->marks[mk] <= j->n_fed + n) { /* after_step stores it */
         it.snap_at = j->marks[mk++] - j->n_fed;
+        if (!snapped_in_step(s, nb, j, j->n_fed + it.snap_at)) it.snap = k3_seq_new(s->eng->model);
+    }
     if (mk < j->n_marks && j->n_fed + n > j->marks[mk])
         n = j->marks[mk] - j->n_fed; /* stop at the (next) snapshot mark */
     it.n = n;
@@ -502,7 +522,7 @@ static int build_batch(serve_sched *s) {
     for (int i = 0; i < s->n_active && nb < max_b && tokens < max_t; i++) {
         serve_job *j = s->active[i];
         if (!j || j->paused || j->decoding) continue;
-        s->items[nb] = prompt_item(s, j, max_t - tokens);
+        s->items[nb] = prompt_item(s, nb, j, max_t - tokens);
         tokens += s->items[nb].n;
         s->item_job[nb++] = j;
     }
@@ -516,11 +536,12 @@ static void after_step(serve_sched *s, int nb, k3_buf *b) {
         b->n = 0;
         if (!j->decoding) {
             int64_t n = s->items[k].n;
-            if (s->items[k].snap) { /* a mark inside the chunk or at its end: no copy */
+            if (s->items[k].snap_at) { /* its first mark, taken in the step: no copy */
                 int64_t at = j->n_fed + s->items[k].snap_at;
-                serve_pcache_insert_take(s->cache, j->cache_scope, j->cache_scope_len, j->prompt,
-                                         at, s->items[k].snap,
-                                         at == j->n_prompt ? j->logits : NULL);
+                if (s->items[k].snap) /* else an earlier item took the same ids */
+                    serve_pcache_insert_take(s->cache, j->cache_scope, j->cache_scope_len,
+                                             j->prompt, at, s->items[k].snap,
+                                             at == j->n_prompt ? j->logits : NULL);
                 j->next_mark++;
             }
             j->n_fed += n;
