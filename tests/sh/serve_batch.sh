@@ -20,11 +20,11 @@ node tests/serve/batch.mjs "$SERVE_URL" cache || rc=1
 serve_stop || { echo "FAIL serve_batch_clean_exit_cache"; rc=1; }
 # --batch-window-ms: requests that reach an idle server within the window
 # start in one step. Four one-token requests (cache off: no snapshot marks,
-# each prompt one chunk) sent 0.1 s apart to --parallel 4 with a 1 s window:
+# each prompt one chunk) sent 0.05 s apart to --parallel 4 with a 1 s window:
 # the window closes when the fourth queues, so the server runs one step of
-# four sequences. Without the window the tiny model answers each request
-# before the next arrives (four steps of one). Nothing is timed: the spread
-# only has to stay under 1 s.
+# four sequences. Without the window the first request starts alone, 50 ms
+# before the second is sent (more than one step). Nothing is timed: the spread
+# (0.15 s of sleeps) only has to stay under 1 s, even on a loaded machine.
 serve_start --test-mode --cache-mb 0 --parallel 4 --batch-window-ms 1000 ||
     { echo "FAIL serve_batch_start_window"; exit 1; }
 body='{"messages":[{"role":"user","content":"hi"}],"max_tokens":1,"chat_template_kwargs":{"thinking":false}}'
@@ -33,7 +33,7 @@ for i in 1 2 3 4; do
     curl -s "$SERVE_URL/v1/chat/completions" -H 'Content-Type: application/json' -d "$body" \
         >"$SERVE_TMP/window.$i" &
     pids+=($!)
-    sleep 0.1
+    sleep 0.05
 done
 wait "${pids[@]}"
 check serve_batch_window_answers test "$(cat "$SERVE_TMP"/window.* | grep -o '"finish_reason"' | wc -l)" = 4
