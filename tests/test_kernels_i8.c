@@ -297,9 +297,9 @@ TEST(threads_bitwise_on_parallel_shapes) {
 
 /* k3_matvec_colblocks_serial on the int8 path == k3_matvec_i8 on each block's
  * column view, bitwise: every width (2..8 bits, groups 32/64/128) and MXFP4,
- * 1..8 blocks whose width is whole groups (and 64-byte chunks that end inside a
- * block), 26 rows of a row view (rows not a multiple of four), up to 16 blocks;
- * past 16 the plain per-block route. */
+ * 1..8 and 16 blocks whose width is whole groups (and 64-byte chunks that end inside a
+ * block; and blocks of at most a chunk, several to a chunk), 26 rows of a row view
+ * (rows not a multiple of four), up to 16 blocks; past 16 the plain per-block route. */
 TEST(colblocks_bitwise_per_block) {
     if (!has_vnni()) {
         printf("  (no AVX-512 VNNI: skipped)\n");
@@ -309,16 +309,33 @@ TEST(colblocks_bitwise_per_block) {
         k3_wfmt fmt;
         int bits, group;
         int64_t K;
-    } cases[] = {{K3_W_AFFINE, 4, 64, 8 * 128},  {K3_W_AFFINE, 8, 32, 8 * 96},
-                 {K3_W_AFFINE, 2, 128, 8 * 128}, {K3_W_AFFINE, 3, 32, 6 * 96},
-                 {K3_W_AFFINE, 5, 64, 4 * 192},  {K3_W_AFFINE, 6, 32, 8 * 64},
-                 {K3_W_MXFP4, 4, 32, 8 * 256},   {K3_W_MXFP4, 4, 32, 20 * 256},
-                 {K3_W_AFFINE, 4, 32, 20 * 32}};
+    } cases[] = {{K3_W_AFFINE, 4, 64, 8 * 128},
+                 {K3_W_AFFINE, 8, 32, 8 * 96},
+                 {K3_W_AFFINE, 2, 128, 8 * 128},
+                 {K3_W_AFFINE, 3, 32, 6 * 96},
+                 {K3_W_AFFINE, 5, 64, 4 * 192},
+                 {K3_W_AFFINE, 6, 32, 8 * 64},
+                 {K3_W_MXFP4, 4, 32, 8 * 256},
+                 {K3_W_MXFP4, 4, 32, 20 * 256},
+                 {K3_W_AFFINE, 4, 32, 20 * 32},
+                 /* narrow blocks (1, 2, 4 or 8 to a chunk: i8_narrow_rows) at every width */
+                 {K3_W_AFFINE, 4, 64, 8 * 64},
+                 {K3_W_AFFINE, 4, 32, 16 * 32},
+                 {K3_W_AFFINE, 8, 32, 16 * 32},
+                 {K3_W_AFFINE, 8, 64, 4 * 64},
+                 {K3_W_AFFINE, 2, 32, 16 * 32},
+                 {K3_W_AFFINE, 2, 64, 8 * 64},
+                 {K3_W_AFFINE, 3, 32, 16 * 32},
+                 {K3_W_AFFINE, 5, 32, 8 * 32},
+                 {K3_W_AFFINE, 6, 64, 4 * 64},
+                 {K3_W_AFFINE, 4, 128, 8 * 128}};
     k3_act_int8_set(1);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int nb = 1; nb <= 20; nb++) {
             const int64_t K = cases[i].K, R = 29;
-            if (K % nb || (K / nb) % cases[i].group || (nb > 8 && nb != 20)) continue;
+            /* 16 MXFP4 blocks of under 256 columns take the f32 kernel (narrow_mxfp4...) */
+            const int n16 = nb == 16 && cases[i].fmt == K3_W_AFFINE;
+            if (K % nb || (K / nb) % cases[i].group || (nb > 8 && !n16 && nb != 20)) continue;
             owned_mat m =
                 make_i8_mat(cases[i].fmt, R, K, cases[i].bits, cases[i].group, K3_W_BF16, 0);
             k3_wmat W = k3_wmat_rows(&m.w, 3, R - 3);

@@ -195,12 +195,19 @@ K3_VNNI_INLINE __m512i mxfp4_chunk(__m512i v, const int8_t *xq, const int32_t *x
     return _mm512_dpbusd_epi32(acc, hi, _mm512_load_si512((const void *)(xq + 64)));
 }
 
+/* int32 lanes of chunk ch (codes v) in the format of bits (0: MXFP4). */
+K3_VNNI_INLINE __m512i chunk_ints(const i8_ctx *c, __m512i v, int64_t ch, int bits) {
+    const int64_t CH = 64 * planes(bits);
+    if (bits == 0) return mxfp4_chunk(v, c->xq + ch * CH, c->xoff + ch * 16);
+    if (chunk_bytes(bits) != 64) return odd_chunk(v, c, c->xq + ch * CH, bits);
+    return affine_chunk(v, c->xq + ch * CH, bits);
+}
+
 /* One row as 16 partial sums: over chunks, int lanes * dlane * per-lane scale, plus
  * (affine) the bias term sum_g b_g xs_g. bits 0 = MXFP4 (P 2, group 32). */
 K3_VNNI_INLINE __m512 row_partials(const i8_ctx *c, int64_t r, int bits, int G) {
     const k3_wmat *W = c->rows.W;
     const int mx = bits == 0, P = planes(bits), B = chunk_bytes(bits);
-    const int odd = B != 64;
     const int64_t K = W->cols, ng = K / G, nbytes = K * (mx ? 4 : bits) / 8, CH = 64 * P;
     const int64_t span = (CH + G - 1) / G; /* groups one chunk touches */
     const uint8_t *row = W->data + (size_t)r * W->row_stride;
@@ -225,10 +232,7 @@ K3_VNNI_INLINE __m512 row_partials(const i8_ctx *c, int64_t r, int bits, int G) 
         /* prefetch ahead: the hardware streamer stops at page boundaries */
         _mm_prefetch((const char *)row + ch * B + K3_I8_PF_BYTES, _MM_HINT_T0);
         const int64_t left = nbytes - ch * B;
-        __m512i v = load_chunk(row + ch * B, left < B ? left : B);
-        __m512i a = mx    ? mxfp4_chunk(v, c->xq + ch * CH, c->xoff + ch * 16)
-                    : odd ? odd_chunk(v, c, c->xq + ch * CH, bits)
-                          : affine_chunk(v, c->xq + ch * CH, bits);
+        __m512i a = chunk_ints(c, load_chunk(row + ch * B, left < B ? left : B), ch, bits);
         __m512 s =
             _mm512_permutexvar_ps(_mm512_add_epi32(idx, _mm512_set1_epi32((int)(base - w))), S);
         __m512 f = _mm512_mul_ps(_mm512_loadu_ps(c->dlane + ch * 16), s);
@@ -367,6 +371,81 @@ K3_VNNI_INLINE void i8_cb_rows(const i8_ctx *c, int nb, int64_t R, float *const 
     }
 }
 
+/* Narrow affine column blocks: bc columns a block, at most a chunk's CH = 64P, so q = CH /
+ * bc blocks share each chunk of a full-width row (a small model's expert down and o_proj:
+ * 64 columns a block, half a chunk at 4 bits). Each block's own product spends a row's
+ * setup and a chunk's instructions on a fraction of a chunk (6.6 GB/s at 4 bits on the
+ * bench preset's expert down, 14 at 8 bits). Here every chunk of
+ * the whole row runs once through the whole-width context c, and each block's L = 16 / q
+ * lanes are compressed down to lanes [0, L), zeros above. Lane for lane these are the
+ * values row_partials gives in the block's own product: the same int32 sums, per-lane
+ * scale and FMA onto zero, and the same bias term (each block has one chunk, so its y1
+ * holds only the bias), so sum4 gives the same bits. narrow_fits says when this applies. */
+K3_VNNI_INLINE void i8_narrow_rows(const i8_ctx *c, int nb, int64_t R, float *const *y, int bits,
+                                   int G) {
+    const k3_wmat *W = c->rows.W;
+    const int P = planes(bits), B = chunk_bytes(bits);
+    const int64_t K = W->cols, ng = K / G, CH = 64 * P, nch = K / CH, bc = K / nb;
+    const int q = (int)(CH / bc), L = 16 / q, ngb = (int)(bc / G);
+    const int shift = (G == 32 ? 5 : G == 64 ? 6 : 7) - (P == 1 ? 2 : P == 2 ? 3 : 4);
+    const __m512i idx = _mm512_srli_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), shift);
+    const __m512 zero = _mm512_setzero_ps();
+    const __m512 xs = _mm512_maskz_loadu_ps((__mmask16)((1u << ng) - 1), c->xs);
+    for (int64_t r = 0; r < R; r += 4) {
+        const uint8_t *rw[4];
+        __m512 S[4], bias[4];
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            const int64_t rr = r + k < R ? r + k : R - 1; /* past R the last row again */
+            rw[k] = W->data + (size_t)rr * W->row_stride;
+            S[k] = scale_window(0, W->scale_fmt, W->scales + (size_t)rr * W->scale_stride, 0, ng);
+            const uint8_t *bi = W->biases + (size_t)rr * W->bias_stride;
+            bias[k] = _mm512_fmadd_ps(scale_window(0, W->scale_fmt, bi, 0, ng), xs, zero);
+        }
+        const __mmask8 n = (__mmask8)((1u << (R - r < 4 ? R - r : 4)) - 1);
+        for (int64_t ch = 0; ch < nch; ch++) {
+            const __m512i sidx = _mm512_add_epi32(idx, _mm512_set1_epi32((int)(ch * CH / G)));
+            const __m512 dl = _mm512_loadu_ps(c->dlane + ch * 16);
+            __m512 v[4];
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) {
+                _mm_prefetch((const char *)rw[k] + ch * B + K3_I8_PF_BYTES, _MM_HINT_T0);
+                __m512i a = chunk_ints(c, load_chunk(rw[k] + ch * B, B), ch, bits);
+                __m512 f = _mm512_mul_ps(dl, _mm512_permutexvar_ps(sidx, S[k]));
+                v[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), f, zero);
+            }
+            for (int j = 0; j < q; j++) {
+                const int64_t b = ch * q + j;
+                const __mmask16 lm = (__mmask16)(((1u << L) - 1) << (j * L));
+                const __mmask16 bm = (__mmask16)(((1u << ngb) - 1) << (b * ngb));
+#define K3_NARROW_LANES(k)                                                                         \
+    _mm512_add_ps(_mm512_maskz_compress_ps(lm, v[k]), _mm512_maskz_compress_ps(bm, bias[k]))
+                _mm_mask_storeu_ps(y[b] + r, n,
+                                   sum4(K3_NARROW_LANES(0), K3_NARROW_LANES(1), K3_NARROW_LANES(2),
+                                        K3_NARROW_LANES(3)));
+#undef K3_NARROW_LANES
+            }
+        }
+    }
+}
+
+/* Whether i8_narrow_rows serves these affine blocks: each at most a chunk and a divisor
+ * of it, whole int8 blocks and groups, at most 16 groups a row (one scale window), and
+ * the blocks' activations side by side, so that one whole-width preparation is theirs.
+ * (MXFP4 blocks this narrow never come here: they take the f32 kernel, see
+ * K3_I8_MXFP4_MIN_COLS.) */
+static int narrow_fits(const k3_wmat *W, int nb, const float *const *xb) {
+    if (W->fmt != K3_W_AFFINE) return 0;
+    const int bits = W->bits;
+    const int64_t CH = 64 * planes(bits), bc = W->cols / nb, G = W->group;
+    if (nb < 2 || bc * nb != W->cols || bc > CH || CH % bc || W->cols % CH) return 0;
+    if (bc % K3_I8_BLOCK || bc % G || W->cols / G > 16) return 0;
+    for (int b = 1; b < nb; b++)
+        if (xb[b] != xb[0] + b * bc) return 0;
+    return 1;
+}
+
 typedef void (*i8_cb_fn)(const i8_ctx *, int, int64_t, float *const *);
 #define I8_CB(B, G)                                                                                \
     K3_VNNI static void i8_cb_##B##_##G(const i8_ctx *c, int nb, int64_t R, float *const *y) {     \
@@ -391,9 +470,40 @@ static i8_cb_fn pick_cb(const k3_wmat *W) {
     return t[W->bits == 8 ? 5 : W->bits - 2][g];
 }
 
+#define I8_NR(B, G)                                                                                \
+    K3_VNNI static void i8_nr_##B##_##G(const i8_ctx *c, int nb, int64_t R, float *const *y) {     \
+        i8_narrow_rows(c, nb, R, y, B, G);                                                         \
+    }
+#define I8_NR_BITS(B) I8_NR(B, 32) I8_NR(B, 64) I8_NR(B, 128)
+I8_NR_BITS(2)
+I8_NR_BITS(3)
+I8_NR_BITS(4)
+I8_NR_BITS(5)
+I8_NR_BITS(6)
+I8_NR_BITS(8)
+
+static i8_cb_fn pick_narrow(const k3_wmat *W) {
+    const int g = W->group == 32 ? 0 : W->group == 64 ? 1 : 2;
+    static const i8_cb_fn t[6][3] = {
+        {i8_nr_2_32, i8_nr_2_64, i8_nr_2_128}, {i8_nr_3_32, i8_nr_3_64, i8_nr_3_128},
+        {i8_nr_4_32, i8_nr_4_64, i8_nr_4_128}, {i8_nr_5_32, i8_nr_5_64, i8_nr_5_128},
+        {i8_nr_6_32, i8_nr_6_64, i8_nr_6_128}, {i8_nr_8_32, i8_nr_8_64, i8_nr_8_128}};
+    return t[W->bits == 8 ? 5 : W->bits - 2][g];
+}
+
 int k3_matvec_i8_colblocks_avx512(const k3_wmat *W, int nb, const float *const *xb,
                                   float *const *y) {
     if (nb < 1 || nb > I8_CB_MAX) return 0;
+    if (narrow_fits(W, nb, xb)) { /* one whole-width preparation for all blocks */
+        i8_ctx c;
+        int ready;
+        uint8_t *buf =
+            k3_prep_buf(K3_PREP_I8, xb[0], k3_prep_shape(W->cols, W->fmt, W->bits, W->group),
+                        prepared_bytes(W), &ready);
+        prepare(W, xb[0], buf, ready, &c);
+        pick_narrow(W)(&c, nb, W->rows, y);
+        return 1;
+    }
     const int64_t bc = W->cols / nb;
     k3_wmat v[I8_CB_MAX];
     i8_ctx c[I8_CB_MAX];
