@@ -338,30 +338,39 @@ static const colblock_case colblock_cases[] = {
     /* blocks ending inside a 16-lane block: K3's 2-bit expert down (8 x 384
      * columns) and the bench preset's 4-bit one (4 x 64) */
     {K3_W_AFFINE, 2, 64, 8 * 384},
-    {K3_W_AFFINE, 4, 64, 4 * 64}};
+    {K3_W_AFFINE, 4, 64, 4 * 64},
+    /* narrow blocks, 2, 4 or 8 to a 16-lane block (AFFINE_CB_NARROW) at every width */
+    {K3_W_AFFINE, 2, 32, 8 * 32},
+    {K3_W_AFFINE, 2, 64, 8 * 64},
+    {K3_W_AFFINE, 3, 32, 8 * 32},
+    {K3_W_AFFINE, 4, 32, 8 * 32},
+    {K3_W_AFFINE, 5, 32, 8 * 32},
+    {K3_W_AFFINE, 6, 32, 8 * 32}};
 #define N_COLBLOCK_CASES (sizeof colblock_cases / sizeof *colblock_cases)
 
 /* k3_matvec_colblocks_serial == k3_matvec_serial on each block's column
  * view, bitwise: every format, odd rows, block widths that are not a
  * multiple of the vector width (float formats), 1..8 blocks, and a row view
- * starting mid-matrix. */
+ * starting mid-matrix; affine with bf16, f16 and f32 scales. */
 TEST(colblocks_bitwise_per_block) {
     const colblock_case *f = colblock_cases;
+    const k3_wfmt sfmt[3] = {K3_W_BF16, K3_W_F16, K3_W_F32};
     for (size_t i = 0; i < N_COLBLOCK_CASES; i++)
-        for (int nb = 1; nb <= 8; nb++) {
-            const int64_t K = f[i].K, R = 29;
-            int64_t g = f[i].group ? f[i].group : 1;
-            if (K % nb || (K / nb) % g) continue;
-            owned_mat m = make_mat(f[i].fmt, R, K, f[i].bits, f[i].group, K3_W_BF16);
-            k3_wmat W = k3_wmat_rows(&m.w, 3, R - 3);
-            float *x = malloc(sizeof(float) * (size_t)K);
-            for (int64_t c = 0; c < K; c++) x[c] = (float)(t_rand() * 2 - 1);
-            const int bad = colblocks_first_diff(&W, nb, x, k3_matvec_serial);
-            CHECK(bad < 0, "%s/%d K %lld nb %d block %d differs", k3_wfmt_name(f[i].fmt), f[i].bits,
-                  (long long)K, nb, bad);
-            free(x);
-            free_mat(&m);
-        }
+        for (int nb = 1; nb <= 8; nb++)
+            for (int sf = 0; sf < (f[i].fmt == K3_W_AFFINE ? 3 : 1); sf++) {
+                const int64_t K = f[i].K, R = 29;
+                int64_t g = f[i].group ? f[i].group : 1;
+                if (K % nb || (K / nb) % g) continue;
+                owned_mat m = make_mat(f[i].fmt, R, K, f[i].bits, f[i].group, sfmt[sf]);
+                k3_wmat W = k3_wmat_rows(&m.w, 3, R - 3);
+                float *x = malloc(sizeof(float) * (size_t)K);
+                for (int64_t c = 0; c < K; c++) x[c] = (float)(t_rand() * 2 - 1);
+                const int bad = colblocks_first_diff(&W, nb, x, k3_matvec_serial);
+                CHECK(bad < 0, "%s/%d K %lld nb %d block %d differs", k3_wfmt_name(f[i].fmt),
+                      f[i].bits, (long long)K, nb, bad);
+                free(x);
+                free_mat(&m);
+            }
 }
 
 /* A row's result does not depend on the rows computed beside it: the kernels

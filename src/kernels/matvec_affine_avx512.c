@@ -106,14 +106,14 @@ K3_AVX512_INLINE void to_f32_padded(k3_wfmt fmt, const uint8_t *p, int64_t n, fl
         memcpy(out, p, sizeof(float) * (size_t)n);
         i = n;
     }
-    for (; i + 16 <= n; i += 16) {
-        __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)(p + 2 * i));
+    for (; i < n; i += 16) { /* the last 16 masked (zeros past n): no scalar loop */
+        const __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m256i h = _mm256_maskz_loadu_epi16(m, p + 2 * i);
         __m512 v = fmt == K3_W_F16
                        ? _mm512_cvtph_ps(h)
                        : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
         _mm512_storeu_ps(out + i, v);
     }
-    for (; i < n; i++) out[i] = k3_wmat_elt(fmt, p, i);
     _mm512_storeu_ps(out + n, _mm512_setzero_ps());
 }
 
@@ -408,6 +408,28 @@ static inline int64_t cb_x_stride(int64_t bc, int bits) {
     return (bc + block_cols(bits) - 1) / block_cols(bits) * block_cols(bits);
 }
 
+/* The column-block product's results for rows r0 .. r0+n-1 from each block's
+ * 16 row sums (acc[b][i]: row i's lanes): per block the 16 rows' horizontal adds
+ * together (reduce_add16, the bits of _mm512_reduce_add_ps) and row_result with
+ * the block's biases (row i's at sb + i * ld, past its ng scales) and group sums. */
+K3_AVX512_INLINE void cb_results(__m512 (*acc)[CB_ROWS], int nb, int n, int64_t r0, const float *sb,
+                                 int64_t ld, int64_t ng, int64_t ngb, const float *xsum,
+                                 float *const *y, int bits) {
+    for (int b = 0; b < nb; b++) {
+        float out[CB_ROWS] __attribute__((aligned(64)));
+        for (int i = n; i < CB_ROWS; i++) acc[b][i] = _mm512_setzero_ps();
+        const __m512 sums = reduce_add16(acc[b]);
+        const float *bi = sb + ng + 16 + b * ngb, *xs = xsum + b * (ngb + 1);
+        if (ngb < 16) {
+            _mm512_mask_storeu_ps(y[b] + r0, (__mmask16)((1u << n) - 1),
+                                  row_results16(sums, bi, ld, n, xs, ngb, bits));
+            continue;
+        }
+        _mm512_store_ps(out, sums);
+        for (int i = 0; i < n; i++) y[b][r0 + i] = row_result(out[i], bi + i * ld, xs, ngb, bits);
+    }
+}
+
 /* k3_matvec_colblocks_serial (matmul.h) on nb blocks of bc columns, 16 rows
  * at a time: each row's scales and biases converted once for all blocks, the
  * rows read front to back ROWS_MAX at a time, every block's sum vector the
@@ -448,24 +470,56 @@ static inline int64_t cb_x_stride(int64_t bc, int bits) {
                                 r0 + i + j + 1 < R ? rs - L : 0, &acc[b][i + j]);                  \
                 }                                                                                  \
             }                                                                                      \
-            for (int b = 0; b < nb; b++) {                                                         \
-                float out[CB_ROWS] __attribute__((aligned(64)));                                   \
-                for (int i = n; i < CB_ROWS; i++) acc[b][i] = _mm512_setzero_ps();                 \
-                const __m512 sums = reduce_add16(acc[b]);                                          \
-                const float *bi = sb + ng + 16 + b * ngb, *xs = xsum + b * (ngb + 1);              \
-                if (ngb < 16) {                                                                    \
-                    _mm512_mask_storeu_ps(y[b] + r0, (__mmask16)((1u << n) - 1),                   \
-                                          row_results16(sums, bi, ld, n, xs, ngb, bits));          \
-                    continue;                                                                      \
-                }                                                                                  \
-                _mm512_store_ps(out, sums);                                                        \
-                for (int i = 0; i < n; i++)                                                        \
-                    y[b][r0 + i] = row_result(out[i], bi + i * ld, xs, ngb, bits);                 \
-            }                                                                                      \
+            cb_results(acc, nb, n, r0, sb, ld, ng, ngb, xsum, y, bits);                            \
         }                                                                                          \
     }
 AFFINE_CB(affine_cb, affine_rows_vec, K3_AVX512_INLINE)
 AFFINE_CB(affine_cb_v, affine_rows_vec_v, K3_AVX512V_INLINE)
+
+/* Narrow column blocks: bc at most one 16-lane block (BC columns) and a divisor of
+ * it, q = BC / bc blocks to each (the bench preset's expert down and MLA o_proj: 64
+ * columns a block at 4 bits, half of one). AFFINE_CB spends a whole 16-lane block's
+ * instructions, and a call's setup, on each (row, block) there (7 GB/s at 4 bits).
+ * Here each 16-lane block of the whole row (x permuted once for the whole width,
+ * xp) runs once, and each column block's bc / D lanes are compressed down to lanes
+ * [0, bc / D), zeros above. Lane for lane these are what AFFINE_ROWS_VEC's tail
+ * gives on the block's own view (the same codes, x factors, scales and FMA onto
+ * zero, plus its y1 of zeros), so the sums and all after them are the same bits. */
+#define AFFINE_CB_NARROW(NAME, ATTR, SPREAD)                                                       \
+    ATTR void NAME(const k3_wmat *W, int nb, const float *xp, const float *xsum, float *sb,        \
+                   float *const *y, int bits, int G) {                                             \
+        const int64_t bc = W->cols / nb, ngb = bc / G, ng = W->cols / G, R = W->rows;              \
+        const int64_t ld = 2 * (ng + 16), rb = W->cols * bits / 8;                                 \
+        const int BB = block_bytes(bits), BC = block_cols(bits);                                   \
+        const int q = (int)(BC / bc), L = 16 / q;                                                  \
+        const int64_t nblk = W->cols / BC;                                                         \
+        const __m512 zero = _mm512_setzero_ps();                                                   \
+        __m512 acc[CB_MAX_BLOCKS][CB_ROWS];                                                        \
+        for (int64_t r0 = 0; r0 < R; r0 += CB_ROWS) {                                              \
+            const int n = R - r0 < CB_ROWS ? (int)(R - r0) : CB_ROWS;                              \
+            rows_scales_f32(W, r0, n, ng, sb);                                                     \
+            prefetch_rows_scales(W, r0 + CB_ROWS, CB_ROWS, ng);                                    \
+            for (int i = 0; i < n; i++) {                                                          \
+                const uint8_t *row = W->data + (size_t)(r0 + i) * W->row_stride;                   \
+                for (int64_t jb = 0; jb < nblk; jb++) {                                            \
+                    const int64_t left = rb - jb * BB;                                             \
+                    const __mmask64 m = left >= 64 ? ~0ull : (1ull << left) - 1;                   \
+                    _mm_prefetch((const char *)row + jb * BB + K3_PF_BYTES, _MM_HINT_T0);          \
+                    __m512 t = block_dot(SPREAD(_mm512_maskz_loadu_epi8(m, row + jb * BB), bits),  \
+                                         xp + jb * BC, bits);                                      \
+                    __m512 v =                                                                     \
+                        _mm512_fmadd_ps(t, block_scales(sb + i * ld, jb * BC, bits, G), zero);     \
+                    for (int j = 0; j < q; j++)                                                    \
+                        acc[jb * q + j][i] = _mm512_add_ps(                                        \
+                            _mm512_maskz_compress_ps((__mmask16)(((1u << L) - 1) << (j * L)), v),  \
+                            zero);                                                                 \
+                }                                                                                  \
+            }                                                                                      \
+            cb_results(acc, nb, n, r0, sb, ld, ng, ngb, xsum, y, bits);                            \
+        }                                                                                          \
+    }
+AFFINE_CB_NARROW(affine_cbn, K3_AVX512_INLINE, NO_SPREAD)
+AFFINE_CB_NARROW(affine_cbn_v, K3_AVX512V_INLINE, spread)
 
 typedef void (*affine_cb_fn)(const k3_wmat *, int, const float *, const float *, float *,
                              float *const *);
@@ -486,19 +540,58 @@ AFFINE_CB_BITS(4)
 AFFINE_CB_BITS(5)
 AFFINE_CB_BITS(6)
 
+#define AFFINE_CBN_G(B, G)                                                                         \
+    ROWS_ATTR_##B static void affine_cbn_##B##_##G(const k3_wmat *W, int nb, const float *xp,      \
+                                                   const float *xsum, float *sb,                   \
+                                                   float *const *y) {                              \
+        CBN_FN_##B(W, nb, xp, xsum, sb, y, B, G);                                                  \
+    }
+#define CBN_FN_2 affine_cbn
+#define CBN_FN_4 affine_cbn
+#define CBN_FN_3 affine_cbn_v
+#define CBN_FN_5 affine_cbn_v
+#define CBN_FN_6 affine_cbn_v
+#define AFFINE_CBN_BITS(B) AFFINE_CBN_G(B, 32) AFFINE_CBN_G(B, 64) AFFINE_CBN_G(B, 128)
+AFFINE_CBN_BITS(2)
+AFFINE_CBN_BITS(3)
+AFFINE_CBN_BITS(4)
+AFFINE_CBN_BITS(5)
+AFFINE_CBN_BITS(6)
+
 int k3_matvec_affine_colblocks_avx512(const k3_wmat *W, int nb, const float *const *xb,
                                       float *const *y) {
     const int bits = W->bits, G = W->group;
     if (nb < 1 || nb > CB_MAX_BLOCKS || bits < 2 || bits > 6 || !k3_avx512_affine_supports(W))
         return 0;
-    const int64_t bc = W->cols / nb, ngb = bc / G, ng = W->cols / G;
+    const int64_t bc = W->cols / nb, ngb = bc / G, ng = W->cols / G, BC = block_cols(bits);
     if (bc % G) return 0;
+    float *sb = k3_scratch(K3_SCRATCH_ROWSC, sizeof(float) * (size_t)(CB_ROWS * 2 * (ng + 16)));
+    const int gi = G == 32 ? 0 : G == 64 ? 1 : 2;
+    /* narrow blocks lying end to end (AFFINE_CB_NARROW): x permuted for the whole width */
+    const uint64_t narrow = nb > 1 && bc <= BC && BC % bc == 0 && W->cols % BC == 0
+                                ? k3_prep_blocks_shape(xb, nb, bc, bits | 16, G)
+                                : 0;
+    if (narrow) {
+        int ready;
+        float *xp = k3_prep_buf(K3_PREP_AFFINE, xb[0], narrow,
+                                sizeof(float) * (size_t)(W->cols + nb * (ngb + 1)), &ready);
+        float *xsum = xp + W->cols;
+        for (int b = 0; b < nb && !ready; b++)
+            k3_avx2_group_sums(xb[b], bc, G, xsum + b * (ngb + 1));
+        if (!ready) permute_x(xb[0], W->cols, bits, xp);
+        static const affine_cb_fn n[5][3] = {{affine_cbn_2_32, affine_cbn_2_64, affine_cbn_2_128},
+                                             {affine_cbn_3_32, affine_cbn_3_64, affine_cbn_3_128},
+                                             {affine_cbn_4_32, affine_cbn_4_64, affine_cbn_4_128},
+                                             {affine_cbn_5_32, affine_cbn_5_64, affine_cbn_5_128},
+                                             {affine_cbn_6_32, affine_cbn_6_64, affine_cbn_6_128}};
+        n[bits - 2][gi](W, nb, xp, xsum, sb, y);
+        return 1;
+    }
     const int64_t xs = cb_x_stride(bc, bits);
     int ready;
     float *xp = k3_prep_buf(K3_PREP_AFFINE, xb[0], k3_prep_blocks_shape(xb, nb, bc, bits, G),
                             sizeof(float) * (size_t)(nb * xs + nb * (ngb + 1)), &ready);
     float *xsum = xp + nb * xs;
-    float *sb = k3_scratch(K3_SCRATCH_ROWSC, sizeof(float) * (size_t)(CB_ROWS * 2 * (ng + 16)));
     for (int b = 0; b < nb && !ready; b++) {
         k3_avx2_group_sums(xb[b], bc, G, xsum + b * (ngb + 1));
         permute_x(xb[b], bc, bits, xp + b * xs);
@@ -508,6 +601,6 @@ int k3_matvec_affine_colblocks_avx512(const k3_wmat *W, int nb, const float *con
                                          {affine_cb_4_32, affine_cb_4_64, affine_cb_4_128},
                                          {affine_cb_5_32, affine_cb_5_64, affine_cb_5_128},
                                          {affine_cb_6_32, affine_cb_6_64, affine_cb_6_128}};
-    t[bits - 2][G == 32 ? 0 : G == 64 ? 1 : 2](W, nb, xp, xsum, sb, y);
+    t[bits - 2][gi](W, nb, xp, xsum, sb, y);
     return 1;
 }
