@@ -203,53 +203,77 @@ K3_VNNI_INLINE __m512i chunk_ints(const i8_ctx *c, __m512i v, int64_t ch, int bi
     return affine_chunk(v, c->xq + ch * CH, bits);
 }
 
-/* One row as 16 partial sums: over chunks, int lanes * dlane * per-lane scale, plus
- * (affine) the bias term sum_g b_g xs_g. bits 0 = MXFP4 (P 2, group 32). */
-K3_VNNI_INLINE __m512 row_partials(const i8_ctx *c, int64_t r, int bits, int G) {
+/* Four rows r[0..3] as 16 partial sums each (out[k]), in lockstep: over chunks, int
+ * lanes * dlane * per-lane scale, plus (affine) the bias term sum_g b_g xs_g. The rows
+ * share each chunk's activation and dlane loads; each row gets the instructions and
+ * order it would get alone, so its sums do not depend on its neighbours. bits 0 =
+ * MXFP4 (P 2, group 32). */
+K3_VNNI_INLINE void rows4_partials(const i8_ctx *c, const int64_t *r, int bits, int G,
+                                   __m512 *out) {
     const k3_wmat *W = c->rows.W;
     const int mx = bits == 0, P = planes(bits), B = chunk_bytes(bits);
     const int64_t K = W->cols, ng = K / G, nbytes = K * (mx ? 4 : bits) / 8, CH = 64 * P;
     const int64_t span = (CH + G - 1) / G; /* groups one chunk touches */
-    const uint8_t *row = W->data + (size_t)r * W->row_stride;
-    const uint8_t *sc = W->scales + (size_t)r * W->scale_stride;
-    /* the scales (and biases) are streams of their own, a few bytes per row: fetch
-     * them 8 rows ahead, as the codes are fetched 2 KiB ahead */
-    _mm_prefetch((const char *)sc + 8 * W->scale_stride, _MM_HINT_T0);
-    if (!mx) _mm_prefetch((const char *)W->biases + (size_t)(r + 8) * W->bias_stride, _MM_HINT_T0);
+    /* past a row's end the prefetch goes on in the next four's row, not in the row
+     * beside it (which this four reads already) */
+    const int64_t jump = 4 * (int64_t)W->row_stride - nbytes;
+    const uint8_t *row[4], *sc[4];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        row[k] = W->data + (size_t)r[k] * W->row_stride;
+        sc[k] = W->scales + (size_t)r[k] * W->scale_stride;
+        /* the scales (and biases) are streams of their own, a few bytes per row: fetch
+         * them 8 rows ahead, as the codes are fetched 4 KiB ahead */
+        _mm_prefetch((const char *)sc[k] + 8 * W->scale_stride, _MM_HINT_T0);
+        if (!mx)
+            _mm_prefetch((const char *)W->biases + (size_t)(r[k] + 8) * W->bias_stride,
+                         _MM_HINT_T0);
+    }
     /* lane i of a chunk is in group (4P i) / G counted from the chunk's first group */
     const int shift = (G == 32 ? 5 : G == 64 ? 6 : 7) - (P == 1 ? 2 : P == 2 ? 3 : 4);
     const __m512i idx = _mm512_srli_epi32(
         _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), shift);
-    int64_t w = 0; /* scale window: groups [w, w+16) in S */
-    __m512 S = scale_window(mx, W->scale_fmt, sc, 0, ng);
-    __m512 y0 = _mm512_setzero_ps(), y1 = y0;
+    int64_t w = 0; /* scale windows: groups [w, w+16) in S[k] */
+    __m512 S[4], y0[4], y1[4];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        S[k] = scale_window(mx, W->scale_fmt, sc[k], 0, ng);
+        y0[k] = y1[k] = _mm512_setzero_ps();
+    }
     for (int64_t ch = 0; ch * B < nbytes; ch++) {
         const int64_t base = ch * CH / G;
         if (base + span > w + 16) {
             w = base; /* the window starts at this chunk's first group: 16/span chunks each */
-            S = scale_window(mx, W->scale_fmt, sc, w, ng);
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) S[k] = scale_window(mx, W->scale_fmt, sc[k], w, ng);
         }
         /* prefetch ahead: the hardware streamer stops at page boundaries */
-        _mm_prefetch((const char *)row + ch * B + K3_I8_PF_BYTES, _MM_HINT_T0);
-        const int64_t left = nbytes - ch * B;
-        __m512i a = chunk_ints(c, load_chunk(row + ch * B, left < B ? left : B), ch, bits);
-        __m512 s =
-            _mm512_permutexvar_ps(_mm512_add_epi32(idx, _mm512_set1_epi32((int)(base - w))), S);
-        __m512 f = _mm512_mul_ps(_mm512_loadu_ps(c->dlane + ch * 16), s);
-        if (ch & 1)
-            y1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), f, y1);
-        else
-            y0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), f, y0);
-    }
-    if (!mx) {
-        const uint8_t *bi = W->biases + (size_t)r * W->bias_stride;
-        for (int64_t g = 0; g < ng; g += 16) {
-            __mmask16 m = ng - g >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (ng - g)) - 1);
-            y1 = _mm512_fmadd_ps(scale_window(0, W->scale_fmt, bi, g, ng),
-                                 _mm512_maskz_loadu_ps(m, c->xs + g), y1);
+        const int64_t pf = ch * B + K3_I8_PF_BYTES, left = nbytes - ch * B;
+        const __m512i si = _mm512_add_epi32(idx, _mm512_set1_epi32((int)(base - w)));
+        const __m512 dl = _mm512_loadu_ps(c->dlane + ch * 16);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            _mm_prefetch((const char *)row[k] + pf + (pf >= nbytes ? jump : 0), _MM_HINT_T0);
+            __m512i a = chunk_ints(c, load_chunk(row[k] + ch * B, left < B ? left : B), ch, bits);
+            __m512 f = _mm512_mul_ps(dl, _mm512_permutexvar_ps(si, S[k]));
+            if (ch & 1)
+                y1[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), f, y1[k]);
+            else
+                y0[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), f, y0[k]);
         }
     }
-    return _mm512_add_ps(y0, y1);
+    if (!mx)
+        for (int64_t g = 0; g < ng; g += 16) {
+            __mmask16 m = ng - g >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (ng - g)) - 1);
+            const __m512 xs = _mm512_maskz_loadu_ps(m, c->xs + g);
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) {
+                const uint8_t *bi = W->biases + (size_t)r[k] * W->bias_stride;
+                y1[k] = _mm512_fmadd_ps(scale_window(0, W->scale_fmt, bi, g, ng), xs, y1[k]);
+            }
+        }
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) out[k] = _mm512_add_ps(y0[k], y1[k]);
 }
 
 /* The four sums of a0..a3 in one pass (cheaper than four horizontal reductions, which
@@ -270,12 +294,12 @@ K3_VNNI_INLINE void i8_rows(const k3_rows_ctx *rc, int64_t r0, int64_t r1, int b
     const i8_ctx *c = (const i8_ctx *)rc;
     for (int64_t r = r0; r < r1; r += 4) {
         const int64_t last = r1 - 1;
-        __m512 a0 = row_partials(c, r, bits, G);
-        __m512 a1 = row_partials(c, r + 1 <= last ? r + 1 : last, bits, G);
-        __m512 a2 = row_partials(c, r + 2 <= last ? r + 2 : last, bits, G);
-        __m512 a3 = row_partials(c, r + 3 <= last ? r + 3 : last, bits, G);
+        const int64_t rr[4] = {r, r + 1 <= last ? r + 1 : last, r + 2 <= last ? r + 2 : last,
+                               r + 3 <= last ? r + 3 : last};
+        __m512 a[4];
+        rows4_partials(c, rr, bits, G, a);
         const int64_t n = r1 - r < 4 ? r1 - r : 4;
-        _mm_mask_storeu_ps(rc->y + r, (__mmask8)((1u << n) - 1), sum4(a0, a1, a2, a3));
+        _mm_mask_storeu_ps(rc->y + r, (__mmask8)((1u << n) - 1), sum4(a[0], a[1], a[2], a[3]));
     }
 }
 
@@ -360,13 +384,13 @@ K3_VNNI_INLINE void i8_cb_rows(const i8_ctx *c, int nb, int64_t R, float *const 
                                int G) {
     for (int64_t r = 0; r < R; r += 4) {
         const int64_t last = R - 1;
+        const int64_t rr[4] = {r, r + 1 <= last ? r + 1 : last, r + 2 <= last ? r + 2 : last,
+                               r + 3 <= last ? r + 3 : last};
         for (int b = 0; b < nb; b++) {
-            __m512 a0 = row_partials(&c[b], r, bits, G);
-            __m512 a1 = row_partials(&c[b], r + 1 <= last ? r + 1 : last, bits, G);
-            __m512 a2 = row_partials(&c[b], r + 2 <= last ? r + 2 : last, bits, G);
-            __m512 a3 = row_partials(&c[b], r + 3 <= last ? r + 3 : last, bits, G);
+            __m512 a[4];
+            rows4_partials(&c[b], rr, bits, G, a);
             const int64_t n = R - r < 4 ? R - r : 4;
-            _mm_mask_storeu_ps(y[b] + r, (__mmask8)((1u << n) - 1), sum4(a0, a1, a2, a3));
+            _mm_mask_storeu_ps(y[b] + r, (__mmask8)((1u << n) - 1), sum4(a[0], a[1], a[2], a[3]));
         }
     }
 }
@@ -378,7 +402,7 @@ K3_VNNI_INLINE void i8_cb_rows(const i8_ctx *c, int nb, int64_t R, float *const 
  * bench preset's expert down, 14 at 8 bits). Here every chunk of
  * the whole row runs once through the whole-width context c, and each block's L = 16 / q
  * lanes are compressed down to lanes [0, L), zeros above. Lane for lane these are the
- * values row_partials gives in the block's own product: the same int32 sums, per-lane
+ * values rows4_partials gives in the block's own product: the same int32 sums, per-lane
  * scale and FMA onto zero, and the same bias term (each block has one chunk, so its y1
  * holds only the bias), so sum4 gives the same bits. narrow_fits says when this applies. */
 K3_VNNI_INLINE void i8_narrow_rows(const i8_ctx *c, int nb, int64_t R, float *const *y, int bits,
