@@ -11,7 +11,8 @@
  * sequence handed over with insert_take is kept without a copy (with logits
  * it serves a whole-prompt hit). A waiter
  * makes the queued copies itself (on its OpenMP threads) while the copier
- * is held, a fill before the restore that reads it. */
+ * is held, a fill before the restore that reads it. would_keep foretells
+ * exactly the inserts that would be dropped. */
 #include <omp.h>
 #include <stdio.h>
 
@@ -338,6 +339,46 @@ TEST(insert_take_keeps_the_sequence) {
     serve_pcache_free(pc);
 }
 
+/* would_keep says 0 exactly where an insert would surely be dropped: the same
+ * ids stored already (with logits, or the new one has none), more than the whole
+ * budget, or the cache off; 1 where the insert keeps the snapshot. */
+TEST(would_keep_matches_insert) {
+    enum { N = 12 };
+    int32_t ids[N];
+    ids_for(ids, N, 41);
+    k3_seq *like = prefilled(ids, N);
+    serve_pcache *pc = serve_pcache_new(64u << 20, vocab);
+    CHECK(serve_pcache_would_keep(pc, KEY, ids, N, like, 0) == 1);
+    CHECK(serve_pcache_would_keep(pc, KEY, ids, 0, like, 0) == 0);
+    serve_pcache_insert_take(pc, KEY, ids, N, prefilled(ids, N), NULL);
+    CHECK(serve_pcache_would_keep(pc, KEY, ids, N, like, 0) == 0); /* stored */
+    CHECK(serve_pcache_would_keep(pc, KEY, ids, N, like, 1) == 1); /* adds logits */
+    CHECK(serve_pcache_would_keep(pc, KEY, ids, N - 1, like, 0) == 1);
+    CHECK(serve_pcache_would_keep(pc, "key-b", 5, ids, N, like, 0) == 1); /* other scope */
+    float *lg = malloc(sizeof(float) * (size_t)vocab);
+    k3_seq *s = k3_seq_new(model);
+    CHECK(k3_forward(s, ids, N, lg, 0) == 0);
+    serve_pcache_insert_take(pc, KEY, ids, N, s, lg);
+    CHECK(serve_pcache_would_keep(pc, KEY, ids, N, like, 1) == 0);
+    serve_pcache_free(pc);
+    /* a budget of exactly one snapshot's bytes keeps it; one far below drops it */
+    const size_t one = serve_pcache_seq_bytes(like) + N * sizeof *ids;
+    serve_pcache *fit = serve_pcache_new(one, vocab), *tiny = serve_pcache_new(4096, vocab);
+    CHECK(serve_pcache_would_keep(fit, KEY, ids, N, like, 0) == 1);
+    serve_pcache_insert_take(fit, KEY, ids, N, prefilled(ids, N), NULL);
+    CHECK(serve_pcache_get_stats(fit).entries == 1);
+    CHECK(serve_pcache_would_keep(tiny, KEY, ids, N, like, 0) == 0);
+    serve_pcache_insert_take(tiny, KEY, ids, N, prefilled(ids, N), NULL);
+    CHECK(serve_pcache_get_stats(tiny).entries == 0);
+    serve_pcache *off = serve_pcache_new(0, vocab);
+    CHECK(serve_pcache_would_keep(off, KEY, ids, N, like, 0) == 0);
+    serve_pcache_free(off);
+    serve_pcache_free(fit);
+    serve_pcache_free(tiny);
+    free(lg);
+    k3_seq_free(like);
+}
+
 TEST(waiter_makes_the_copies) {
     enum { N = 20 };
     int32_t ids[N];
@@ -380,6 +421,7 @@ int main(void) {
     RUN(hit_on_a_snapshot_still_being_copied);
     RUN(evicted_while_copied_is_freed_after);
     RUN(insert_take_keeps_the_sequence);
+    RUN(would_keep_matches_insert);
     RUN(waiter_makes_the_copies);
     free(g_lg);
     k3_model_free(model);

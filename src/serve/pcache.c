@@ -365,7 +365,9 @@ k3_seq *serve_pcache_lookup(serve_pcache *pc, const char *key, size_t key_len, c
     return s;
 }
 
-size_t serve_pcache_seq_bytes(const k3_seq *s) {
+/* Bytes of one snapshot of s: its caches at their capacity, or (at >= 0) at exactly
+ * `at` tokens, the least any snapshot of s's model at that length can cost. */
+static size_t seq_bytes(const k3_seq *s, int64_t at) {
     const k3_config *c = s->m->c;
     int64_t P = (int64_t)c->kda_heads * c->kda_head_dim, hd = c->kda_head_dim;
     int64_t rope = c->qk_rope_head_dim ? c->qk_rope_head_dim : 1;
@@ -374,10 +376,15 @@ size_t serve_pcache_seq_bytes(const k3_seq *s) {
         const k3_layer_cache *l = &s->lc[i];
         if (l->conv) floats += (size_t)((c->kda_conv_kernel - 1) * 3 * P + 1);
         if (l->S) floats += (size_t)(c->kda_heads * hd * hd);
-        if (l->lat) floats += (size_t)(l->cap * c->kv_lora_rank);
-        if (l->kpe) floats += (size_t)(l->cap * rope);
+        const int64_t cap = at >= 0 ? at : l->cap;
+        if (l->lat) floats += (size_t)(cap * c->kv_lora_rank);
+        if (l->kpe) floats += (size_t)(cap * rope);
     }
     return sizeof *s + (size_t)c->num_hidden_layers * sizeof *s->lc + floats * sizeof(float);
+}
+
+size_t serve_pcache_seq_bytes(const k3_seq *s) {
+    return seq_bytes(s, -1);
 }
 
 /* Free x's snapshot; drop x and its ancestors while they lead to nothing. */
@@ -417,6 +424,33 @@ static void evict_to_fit(serve_pcache *pc, size_t need) {
     }
 }
 
+/* The snapshot stored at exactly ids[0..n) in scope, or NULL (under the mutex). */
+static node *stored(serve_pcache *pc, const char *key, size_t key_len, const int32_t *ids,
+                    int64_t n) {
+    scope *sc = find_scope(pc, key, key_len, 0);
+    for (node *x = sc ? sc->root : NULL; x;) {
+        if (x->depth == n) return x->sn ? x : NULL;
+        node *k = child(x, ids[x->depth]);
+        if (!k || x->depth + k->nlab > n ||
+            memcmp(k->lab, ids + x->depth, sizeof *ids * (size_t)k->nlab))
+            return NULL;
+        x = k;
+    }
+    return NULL;
+}
+
+int serve_pcache_would_keep(serve_pcache *pc, const char *key, size_t key_len, const int32_t *ids,
+                            int64_t n, const k3_seq *like, int with_logits) {
+    if (pc->st.budget == 0 || n <= 0) return 0;
+    const size_t least = seq_bytes(like, n) + (size_t)n * sizeof *ids +
+                         (with_logits ? sizeof(float) * (size_t)pc->vocab : 0);
+    pthread_mutex_lock(&pc->mu);
+    node *old = stored(pc, key, key_len, ids, n);
+    const int keep = !(old && (old->sn->logits || !with_logits)) && least <= pc->st.budget;
+    pthread_mutex_unlock(&pc->mu);
+    return keep;
+}
+
 /* Store seq's state at ids[0..n) in scope: a copy filled by the copier
  * (take = 0; *t pending until then), or seq itself (take = 1: the cache owns
  * it, or frees it when not kept). */
@@ -429,19 +463,7 @@ static int insert(serve_pcache *pc, const char *key, size_t key_len, const int32
     }
     pthread_mutex_lock(&pc->mu);
     reap_locked(pc);
-    scope *sc = find_scope(pc, key, key_len, 0);
-    node *old = NULL;
-    for (node *x = sc ? sc->root : NULL; x;) { /* an existing snapshot of these ids? */
-        if (x->depth == n) {
-            old = x->sn ? x : NULL;
-            break;
-        }
-        node *k = child(x, ids[x->depth]);
-        if (!k || x->depth + k->nlab > n ||
-            memcmp(k->lab, ids + x->depth, sizeof *ids * (size_t)k->nlab))
-            break;
-        x = k;
-    }
+    node *old = stored(pc, key, key_len, ids, n);
     size_t bytes = serve_pcache_seq_bytes(seq) + (size_t)n * sizeof *ids +
                    (logits ? sizeof(float) * (size_t)pc->vocab : 0);
     if ((old && (old->sn->logits || !logits)) || bytes > pc->st.budget) {

@@ -89,6 +89,14 @@ int serve_pcache_insert_async(serve_pcache *pc, const char *scope, size_t scope_
 void serve_pcache_insert_take(serve_pcache *pc, const char *scope, size_t scope_len,
                               const int32_t *ids, int64_t n, k3_seq *seq, const float *logits);
 
+/* 0 when an insert of a snapshot of a sequence of like's model at ids[0..n) in
+ * scope, with logits or not, would surely be dropped: the same ids are stored
+ * already (with logits, or this one has none), or it would take more than the
+ * whole budget even with its caches holding exactly n tokens. Else 1. Lets a
+ * caller skip building a snapshot (at K3's size ~465 MB and more) in vain. */
+int serve_pcache_would_keep(serve_pcache *pc, const char *scope, size_t scope_len,
+                            const int32_t *ids, int64_t n, const k3_seq *like, int with_logits);
+
 /* 1 while the ticket's copy is not made yet. */
 int serve_pcache_copying(serve_pcache *pc, const serve_pcache_ticket *t);
 /* Block until the ticket's copy is made: the caller makes the copies queued

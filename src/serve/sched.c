@@ -490,8 +490,13 @@ static k3_batch_item prompt_item(serve_sched *s, int nb, serve_job *j, int64_t r
     k3_batch_item it = {.seq = j->seq, .tokens = j->prompt + j->n_fed};
     int mk = j->next_mark;
     if (mk < j->n_marks && j->marks[mk] <= j->n_fed + n) { /* after_step stores it */
-        it.snap_at = j->marks[mk++] - j->n_fed;
-        if (!snapped_in_step(s, nb, j, j->n_fed + it.snap_at)) it.snap = k3_seq_new(s->eng->model);
+        const int64_t at = j->marks[mk++];
+        it.snap_at = at - j->n_fed;
+        /* none when the cache would drop it (too large, or stored already) */
+        if (!snapped_in_step(s, nb, j, at) &&
+            serve_pcache_would_keep(s->cache, j->cache_scope, j->cache_scope_len, j->prompt, at,
+                                    j->seq, at == j->n_prompt))
+            it.snap = k3_seq_new(s->eng->model);
     }
     if (mk < j->n_marks && j->n_fed + n > j->marks[mk])
         n = j->marks[mk] - j->n_fed; /* stop at the (next) snapshot mark */
@@ -538,7 +543,7 @@ static void after_step(serve_sched *s, int nb, k3_buf *b) {
             int64_t n = s->items[k].n;
             if (s->items[k].snap_at) { /* its first mark, taken in the step: no copy */
                 int64_t at = j->n_fed + s->items[k].snap_at;
-                if (s->items[k].snap) /* else an earlier item took the same ids */
+                if (s->items[k].snap) /* else none was built: see prompt_item */
                     serve_pcache_insert_take(s->cache, j->cache_scope, j->cache_scope_len,
                                              j->prompt, at, s->items[k].snap,
                                              at == j->n_prompt ? j->logits : NULL);
