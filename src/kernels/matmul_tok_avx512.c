@@ -76,7 +76,7 @@ K3_AVX512 static void transpose_tokens(const float *X, int64_t T, int64_t K, flo
 #define ROW(i)                                                                                     \
     do {                                                                                           \
         if (NR > i) {                                                                              \
-            __m512 w = _mm512_set1_ps(Wf[i * ldw + k]);                                            \
+            __m512 w = BF ? bf16_lanes(Wb + i * ldw + 2 * k) : _mm512_set1_ps(Wf[i * ldw + k]);    \
             a##i = _mm512_fmadd_ps(x0, w, a##i);                                                   \
             if (NV > 1) b##i = _mm512_fmadd_ps(x1, w, b##i);                                       \
         }                                                                                          \
@@ -88,8 +88,20 @@ K3_AVX512 static void transpose_tokens(const float *X, int64_t T, int64_t K, flo
             if (NV > 1) _mm512_store_ps(out + i * TOK_LANES + 16, b##i);                           \
         }                                                                                          \
     } while (0)
-K3_AVX512_INLINE void tok_tile(const float *Wf, int64_t ldw, const float *Xt, int64_t K, int acc,
-                               int NR, int NV, float *out, k3_l2fetch pf) {
+/* The bf16 weight at p in every f32 lane: its 16 bits broadcast to every 16-bit
+ * lane, the low half of each 32-bit lane cleared, which is the f32 it stands for. */
+K3_AVX512_INLINE __m512 bf16_lanes(const uint8_t *p) {
+    uint16_t b;
+    memcpy(&b, p, 2); /* rows need not be 2-byte aligned */
+    return _mm512_castsi512_ps(
+        _mm512_and_si512(_mm512_set1_epi16((short)b), _mm512_set1_epi32((int)0xffff0000u)));
+}
+
+/* BF (a constant): the rows are bf16 as stored (Wb, ldw bytes apart), each weight
+ * widened where it is broadcast, instead of f32 rows decoded before (Wf, ldw floats). */
+K3_AVX512_INLINE void tok_tile(const float *Wf, const uint8_t *Wb, int BF, int64_t ldw,
+                               const float *Xt, int64_t K, int acc, int NR, int NV, float *out,
+                               k3_l2fetch pf) {
     ACC(0) ACC(1) ACC(2) ACC(3) ACC(4) ACC(5) ACC(6) ACC(7) ACC(8) ACC(9) ACC(10) ACC(11);
     for (int64_t k = 0; k < K; k++) {
         k3_l2fetch_step(&pf);
@@ -127,35 +139,38 @@ K3_AVX512_INLINE void tok_tile(const float *Wf, int64_t ldw, const float *Xt, in
 
 /* One instantiation per (rows, token vectors), so each keeps only the
  * accumulators it uses. */
-K3_AVX512 static void tok_tile_any(const float *Wf, int64_t ldw, const float *Xt, int64_t K,
-                                   int acc, int nr, int nv, float *out, k3_l2fetch pf) {
-#define CASE(n)                                                                                    \
+#define TOK_TILE_ANY(NAME, BF, WT)                                                                 \
+    K3_AVX512 static void NAME(const WT *W, int64_t ldw, const float *Xt, int64_t K, int acc,      \
+                               int nr, int nv, float *out, k3_l2fetch pf) {                        \
+        const float *Wf = BF ? NULL : (const float *)(const void *)W;                              \
+        const uint8_t *Wb = BF ? (const uint8_t *)(const void *)W : NULL;                          \
+        switch (nr) {                                                                              \
+            TOK_CASE(12, BF);                                                                      \
+            TOK_CASE(11, BF);                                                                      \
+            TOK_CASE(10, BF);                                                                      \
+            TOK_CASE(9, BF);                                                                       \
+            TOK_CASE(8, BF);                                                                       \
+            TOK_CASE(7, BF);                                                                       \
+            TOK_CASE(6, BF);                                                                       \
+            TOK_CASE(5, BF);                                                                       \
+            TOK_CASE(4, BF);                                                                       \
+            TOK_CASE(3, BF);                                                                       \
+            TOK_CASE(2, BF);                                                                       \
+        default:                                                                                   \
+            TOK_CASE(1, BF);                                                                       \
+        }                                                                                          \
+    }
+#define TOK_CASE(n, BF)                                                                            \
     case n:                                                                                        \
         if (nv > 1)                                                                                \
-            tok_tile(Wf, ldw, Xt, K, acc, n, 2, out, pf);                                          \
+            tok_tile(Wf, Wb, BF, ldw, Xt, K, acc, n, 2, out, pf);                                  \
         else                                                                                       \
-            tok_tile(Wf, ldw, Xt, K, acc, n, 1, out, pf);                                          \
+            tok_tile(Wf, Wb, BF, ldw, Xt, K, acc, n, 1, out, pf);                                  \
         return
-    switch (nr) {
-        CASE(12);
-        CASE(11);
-        CASE(10);
-        CASE(9);
-        CASE(8);
-        CASE(7);
-        CASE(6);
-        CASE(5);
-        CASE(4);
-        CASE(3);
-        CASE(2);
-    default:
-        if (nv > 1)
-            tok_tile(Wf, ldw, Xt, K, acc, 1, 2, out, pf);
-        else
-            tok_tile(Wf, ldw, Xt, K, acc, 1, 1, out, pf);
-    }
-#undef CASE
-}
+TOK_TILE_ANY(tok_tile_any, 0, float)
+TOK_TILE_ANY(tok_tile_any_bf16, 1, uint8_t)
+#undef TOK_CASE
+#undef TOK_TILE_ANY
 
 /* The prefetch share of tile g (rows g .. g+11 of the block) in the chunk
  * that follows: rows [nr0, nr0 + nn) of W, columns [c1, c1 + kn1), spread
@@ -184,10 +199,14 @@ K3_AVX512 static void tok_rows(const k3_wmat *W, int64_t r0, int nr, const float
     float *buf =
         k3_scratch(K3_SCRATCH_PANEL, sizeof(float) * (size_t)(BLOCK_ROWS * ldw + nb * per_b));
     float *Wf = buf, *part = buf + BLOCK_ROWS * ldw; /* part[b][48][32]: the partial sums */
+    /* bf16 rows are read as stored, each weight widened in the tile (no decode pass) */
+    const int bf = W->fmt == K3_W_BF16;
+    const int64_t ldb = (int64_t)W->row_stride;
     for (int64_t c0 = 0; c0 < K; c0 += kc) {
         const int64_t kn = K - c0 < kc ? K - c0 : kc;
         const k3_wmat V = kn == K ? *W : k3_wmat_cols(W, c0, kn);
-        for (int i = 0; i < nr; i++) k3_avx2_decode_row(&V, r0 + i, Wf + i * ldw);
+        if (!bf)
+            for (int i = 0; i < nr; i++) k3_avx2_decode_row(&V, r0 + i, Wf + i * ldw);
         /* what follows: this block's next chunk, or the next block's first */
         const int last = c0 + kc >= K;
         const int64_t nr0 = last ? r0 + BLOCK_ROWS : r0, c1 = last ? 0 : c0 + kc;
@@ -197,10 +216,15 @@ K3_AVX512 static void tok_rows(const k3_wmat *W, int64_t r0, int nr, const float
             const int nv = T - b * TOK_LANES > 16 ? 2 : 1;
             for (int g = 0; g < nr; g += TOK_ROWS) {
                 const k3_l2fetch none = {0};
-                tok_tile_any(Wf + g * ldw, ldw, Xt + (b * K + c0) * TOK_LANES, kn, c0 > 0,
-                             nr - g < TOK_ROWS ? nr - g : TOK_ROWS, nv,
-                             part + b * per_b + g * TOK_LANES,
-                             b == 0 ? tok_share(W, nr0, nn, c1, kn1, g, kn) : none);
+                const float *xt = Xt + (b * K + c0) * TOK_LANES;
+                const int n = nr - g < TOK_ROWS ? nr - g : TOK_ROWS;
+                float *o = part + b * per_b + g * TOK_LANES;
+                const k3_l2fetch pf = b == 0 ? tok_share(W, nr0, nn, c1, kn1, g, kn) : none;
+                if (bf)
+                    tok_tile_any_bf16(W->data + (r0 + g) * ldb + 2 * c0, ldb, xt, kn, c0 > 0, n, nv,
+                                      o, pf);
+                else
+                    tok_tile_any(Wf + g * ldw, ldw, xt, kn, c0 > 0, n, nv, o, pf);
             }
         }
     }
