@@ -247,9 +247,17 @@ K3_AVX512 static void panel_product(const k3_wmat *W, int64_t r0, int n, const f
  * 78-123 at 17, 40 and 48 (half-empty last vectors), level at 24 and 64,
  * behind from 96 on. On the v32k real slice (weights from memory) every
  * product in the token layout prefilled 48 tokens at 18.7-19.1 against
- * 19.8-20.6 tok/s, and 64 at 21.6-22.0 against 20.6-22.4. */
+ * 19.8-20.6 tok/s, and 64 at 21.6-22.0 against 20.6-22.4.
+ * bf16 since its tiles read the rows as stored (no decode pass), one core of a
+ * Zen 5, 4096 x 7168 from memory: 131 against 118 GFLOP/s at 17 tokens, 187
+ * against 137 at 24, 214 against 174 at 48, 248 against 190 at 64, 244 against
+ * 227 at 256, level at 512 (and 2048 x 12288, 16384 x 1024 and 1024 x 1024 at 64:
+ * 239-251 against 188-225); but behind on short rows (the column blocks of
+ * o_proj and down): 1024 x 64 / 128 / 256 at 64 tokens 163 / 200 / 223 against
+ * 227 / 232 / 229, ahead from 384 columns (232 against 222). */
 static int tok_wins(const k3_wmat *W, int64_t T) {
     if (W->fmt == K3_W_MXFP4) return T >= 17 && T <= 96;
+    if (W->fmt == K3_W_BF16 && W->cols > 256) return T >= 17 && T <= 256;
     return T >= 25 && T <= 32;
 }
 
