@@ -523,40 +523,32 @@ AFFINE_CB_NARROW(affine_cbn_v, K3_AVX512V_INLINE, spread)
 
 typedef void (*affine_cb_fn)(const k3_wmat *, int, const float *, const float *, float *,
                              float *const *);
-#define AFFINE_CB_G(B, G)                                                                          \
-    ROWS_ATTR_##B static void affine_cb_##B##_##G(const k3_wmat *W, int nb, const float *xp,       \
-                                                  const float *xsum, float *sb, float *const *y) { \
-        CB_FN_##B(W, nb, xp, xsum, sb, y, B, G);                                                   \
+/* P_B_G: the column-block kernel P (affine_cb or affine_cbn; P_v with VBMI for 3/5/6
+ * bits) with bits B and group G constant, and all of them as a [bits][group] table. */
+#define AFFINE_BLOCKS_G(P, B, G)                                                                   \
+    ROWS_ATTR_##B static void P##_##B##_##G(const k3_wmat *W, int nb, const float *xp,             \
+                                            const float *xsum, float *sb, float *const *y) {       \
+        VBMI_##B(P)(W, nb, xp, xsum, sb, y, B, G);                                                 \
     }
-#define CB_FN_2 affine_cb
-#define CB_FN_4 affine_cb
-#define CB_FN_3 affine_cb_v
-#define CB_FN_5 affine_cb_v
-#define CB_FN_6 affine_cb_v
-#define AFFINE_CB_BITS(B) AFFINE_CB_G(B, 32) AFFINE_CB_G(B, 64) AFFINE_CB_G(B, 128)
-AFFINE_CB_BITS(2)
-AFFINE_CB_BITS(3)
-AFFINE_CB_BITS(4)
-AFFINE_CB_BITS(5)
-AFFINE_CB_BITS(6)
-
-#define AFFINE_CBN_G(B, G)                                                                         \
-    ROWS_ATTR_##B static void affine_cbn_##B##_##G(const k3_wmat *W, int nb, const float *xp,      \
-                                                   const float *xsum, float *sb,                   \
-                                                   float *const *y) {                              \
-        CBN_FN_##B(W, nb, xp, xsum, sb, y, B, G);                                                  \
-    }
-#define CBN_FN_2 affine_cbn
-#define CBN_FN_4 affine_cbn
-#define CBN_FN_3 affine_cbn_v
-#define CBN_FN_5 affine_cbn_v
-#define CBN_FN_6 affine_cbn_v
-#define AFFINE_CBN_BITS(B) AFFINE_CBN_G(B, 32) AFFINE_CBN_G(B, 64) AFFINE_CBN_G(B, 128)
-AFFINE_CBN_BITS(2)
-AFFINE_CBN_BITS(3)
-AFFINE_CBN_BITS(4)
-AFFINE_CBN_BITS(5)
-AFFINE_CBN_BITS(6)
+#define VBMI_2(P) P
+#define VBMI_4(P) P
+#define VBMI_3(P) P##_v
+#define VBMI_5(P) P##_v
+#define VBMI_6(P) P##_v
+#define AFFINE_BLOCKS_BITS(P, B)                                                                   \
+    AFFINE_BLOCKS_G(P, B, 32) AFFINE_BLOCKS_G(P, B, 64) AFFINE_BLOCKS_G(P, B, 128)
+#define AFFINE_BLOCKS(P)                                                                           \
+    AFFINE_BLOCKS_BITS(P, 2)                                                                       \
+    AFFINE_BLOCKS_BITS(P, 3)                                                                       \
+    AFFINE_BLOCKS_BITS(P, 4) AFFINE_BLOCKS_BITS(P, 5) AFFINE_BLOCKS_BITS(P, 6)
+/* clang-format off */
+#define AFFINE_BLOCKS_TABLE(P)                                                                     \
+    {{P##_2_32, P##_2_64, P##_2_128}, {P##_3_32, P##_3_64, P##_3_128},                             \
+     {P##_4_32, P##_4_64, P##_4_128}, {P##_5_32, P##_5_64, P##_5_128},                             \
+     {P##_6_32, P##_6_64, P##_6_128}}
+/* clang-format on */
+AFFINE_BLOCKS(affine_cb)
+AFFINE_BLOCKS(affine_cbn)
 
 int k3_matvec_affine_colblocks_avx512(const k3_wmat *W, int nb, const float *const *xb,
                                       float *const *y) {
@@ -579,11 +571,7 @@ int k3_matvec_affine_colblocks_avx512(const k3_wmat *W, int nb, const float *con
         for (int b = 0; b < nb && !ready; b++)
             k3_avx2_group_sums(xb[b], bc, G, xsum + b * (ngb + 1));
         if (!ready) permute_x(xb[0], W->cols, bits, xp);
-        static const affine_cb_fn n[5][3] = {{affine_cbn_2_32, affine_cbn_2_64, affine_cbn_2_128},
-                                             {affine_cbn_3_32, affine_cbn_3_64, affine_cbn_3_128},
-                                             {affine_cbn_4_32, affine_cbn_4_64, affine_cbn_4_128},
-                                             {affine_cbn_5_32, affine_cbn_5_64, affine_cbn_5_128},
-                                             {affine_cbn_6_32, affine_cbn_6_64, affine_cbn_6_128}};
+        static const affine_cb_fn n[5][3] = AFFINE_BLOCKS_TABLE(affine_cbn);
         n[bits - 2][gi](W, nb, xp, xsum, sb, y);
         return 1;
     }
@@ -596,11 +584,7 @@ int k3_matvec_affine_colblocks_avx512(const k3_wmat *W, int nb, const float *con
         k3_avx2_group_sums(xb[b], bc, G, xsum + b * (ngb + 1));
         permute_x(xb[b], bc, bits, xp + b * xs);
     }
-    static const affine_cb_fn t[5][3] = {{affine_cb_2_32, affine_cb_2_64, affine_cb_2_128},
-                                         {affine_cb_3_32, affine_cb_3_64, affine_cb_3_128},
-                                         {affine_cb_4_32, affine_cb_4_64, affine_cb_4_128},
-                                         {affine_cb_5_32, affine_cb_5_64, affine_cb_5_128},
-                                         {affine_cb_6_32, affine_cb_6_64, affine_cb_6_128}};
+    static const affine_cb_fn t[5][3] = AFFINE_BLOCKS_TABLE(affine_cb);
     t[bits - 2][gi](W, nb, xp, xsum, sb, y);
     return 1;
 }

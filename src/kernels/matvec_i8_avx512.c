@@ -303,6 +303,23 @@ K3_VNNI_INLINE void i8_rows(const k3_rows_ctx *rc, int64_t r0, int64_t r1, int b
     }
 }
 
+/* The affine instantiations P_B_G of a kernel as a [bits 2,3,4,5,6,8][group
+ * 32,64,128] table. */
+/* clang-format off */
+#define I8_BLOCKS_TABLE(P)                                                                         \
+    {{P##_2_32, P##_2_64, P##_2_128}, {P##_3_32, P##_3_64, P##_3_128},                             \
+     {P##_4_32, P##_4_64, P##_4_128}, {P##_5_32, P##_5_64, P##_5_128},                             \
+     {P##_6_32, P##_6_64, P##_6_128}, {P##_8_32, P##_8_64, P##_8_128}}
+/* clang-format on */
+
+/* Where W's affine format sits in an I8_BLOCKS_TABLE. */
+static inline int bits_row(const k3_wmat *W) {
+    return W->bits == 8 ? 5 : W->bits - 2;
+}
+static inline int group_col(const k3_wmat *W) {
+    return W->group == 32 ? 0 : W->group == 64 ? 1 : 2;
+}
+
 #define I8_ROWS(B, G)                                                                              \
     K3_VNNI static void i8_rows_##B##_##G(const k3_rows_ctx *rc, int64_t r0, int64_t r1) {         \
         i8_rows(rc, r0, r1, B, G);                                                                 \
@@ -317,13 +334,8 @@ I8_ROWS_BITS(8)
 I8_ROWS(0, 32)
 
 static k3_rows_fn pick_rows(const k3_wmat *W) {
-    if (W->fmt == K3_W_MXFP4) return i8_rows_0_32;
-    const int g = W->group == 32 ? 0 : W->group == 64 ? 1 : 2;
-    static const k3_rows_fn t[6][3] = {
-        {i8_rows_2_32, i8_rows_2_64, i8_rows_2_128}, {i8_rows_3_32, i8_rows_3_64, i8_rows_3_128},
-        {i8_rows_4_32, i8_rows_4_64, i8_rows_4_128}, {i8_rows_5_32, i8_rows_5_64, i8_rows_5_128},
-        {i8_rows_6_32, i8_rows_6_64, i8_rows_6_128}, {i8_rows_8_32, i8_rows_8_64, i8_rows_8_128}};
-    return t[W->bits == 8 ? 5 : W->bits - 2][g];
+    static const k3_rows_fn t[6][3] = I8_BLOCKS_TABLE(i8_rows);
+    return W->fmt == K3_W_MXFP4 ? i8_rows_0_32 : t[bits_row(W)][group_col(W)];
 }
 
 /* Bytes of scratch one product's prepared activation takes (see prepare). */
@@ -471,48 +483,30 @@ static int narrow_fits(const k3_wmat *W, int nb, const float *const *xb) {
 }
 
 typedef void (*i8_cb_fn)(const i8_ctx *, int, int64_t, float *const *);
-#define I8_CB(B, G)                                                                                \
-    K3_VNNI static void i8_cb_##B##_##G(const i8_ctx *c, int nb, int64_t R, float *const *y) {     \
-        i8_cb_rows(c, nb, R, y, B, G);                                                             \
+/* P_B_G: IMPL (i8_cb_rows or i8_narrow_rows) with bits B and group G constant. */
+#define I8_BLOCKS_FN(P, IMPL, B, G)                                                                \
+    K3_VNNI static void P##_##B##_##G(const i8_ctx *c, int nb, int64_t R, float *const *y) {       \
+        IMPL(c, nb, R, y, B, G);                                                                   \
     }
-#define I8_CB_BITS(B) I8_CB(B, 32) I8_CB(B, 64) I8_CB(B, 128)
-I8_CB_BITS(2)
-I8_CB_BITS(3)
-I8_CB_BITS(4)
-I8_CB_BITS(5)
-I8_CB_BITS(6)
-I8_CB_BITS(8)
-I8_CB(0, 32)
+#define I8_BLOCKS_BITS(P, IMPL, B)                                                                 \
+    I8_BLOCKS_FN(P, IMPL, B, 32) I8_BLOCKS_FN(P, IMPL, B, 64) I8_BLOCKS_FN(P, IMPL, B, 128)
+#define I8_BLOCKS_ALL(P, IMPL)                                                                     \
+    I8_BLOCKS_BITS(P, IMPL, 2)                                                                     \
+    I8_BLOCKS_BITS(P, IMPL, 3)                                                                     \
+    I8_BLOCKS_BITS(P, IMPL, 4)                                                                     \
+    I8_BLOCKS_BITS(P, IMPL, 5) I8_BLOCKS_BITS(P, IMPL, 6) I8_BLOCKS_BITS(P, IMPL, 8)
+I8_BLOCKS_ALL(i8_cb, i8_cb_rows)
+I8_BLOCKS_FN(i8_cb, i8_cb_rows, 0, 32)
+I8_BLOCKS_ALL(i8_nr, i8_narrow_rows)
 
 static i8_cb_fn pick_cb(const k3_wmat *W) {
-    if (W->fmt == K3_W_MXFP4) return i8_cb_0_32;
-    const int g = W->group == 32 ? 0 : W->group == 64 ? 1 : 2;
-    static const i8_cb_fn t[6][3] = {
-        {i8_cb_2_32, i8_cb_2_64, i8_cb_2_128}, {i8_cb_3_32, i8_cb_3_64, i8_cb_3_128},
-        {i8_cb_4_32, i8_cb_4_64, i8_cb_4_128}, {i8_cb_5_32, i8_cb_5_64, i8_cb_5_128},
-        {i8_cb_6_32, i8_cb_6_64, i8_cb_6_128}, {i8_cb_8_32, i8_cb_8_64, i8_cb_8_128}};
-    return t[W->bits == 8 ? 5 : W->bits - 2][g];
+    static const i8_cb_fn t[6][3] = I8_BLOCKS_TABLE(i8_cb);
+    return W->fmt == K3_W_MXFP4 ? i8_cb_0_32 : t[bits_row(W)][group_col(W)];
 }
 
-#define I8_NR(B, G)                                                                                \
-    K3_VNNI static void i8_nr_##B##_##G(const i8_ctx *c, int nb, int64_t R, float *const *y) {     \
-        i8_narrow_rows(c, nb, R, y, B, G);                                                         \
-    }
-#define I8_NR_BITS(B) I8_NR(B, 32) I8_NR(B, 64) I8_NR(B, 128)
-I8_NR_BITS(2)
-I8_NR_BITS(3)
-I8_NR_BITS(4)
-I8_NR_BITS(5)
-I8_NR_BITS(6)
-I8_NR_BITS(8)
-
 static i8_cb_fn pick_narrow(const k3_wmat *W) {
-    const int g = W->group == 32 ? 0 : W->group == 64 ? 1 : 2;
-    static const i8_cb_fn t[6][3] = {
-        {i8_nr_2_32, i8_nr_2_64, i8_nr_2_128}, {i8_nr_3_32, i8_nr_3_64, i8_nr_3_128},
-        {i8_nr_4_32, i8_nr_4_64, i8_nr_4_128}, {i8_nr_5_32, i8_nr_5_64, i8_nr_5_128},
-        {i8_nr_6_32, i8_nr_6_64, i8_nr_6_128}, {i8_nr_8_32, i8_nr_8_64, i8_nr_8_128}};
-    return t[W->bits == 8 ? 5 : W->bits - 2][g];
+    static const i8_cb_fn t[6][3] = I8_BLOCKS_TABLE(i8_nr);
+    return t[bits_row(W)][group_col(W)];
 }
 
 int k3_matvec_i8_colblocks_avx512(const k3_wmat *W, int nb, const float *const *xb,
