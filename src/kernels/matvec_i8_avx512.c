@@ -203,6 +203,22 @@ K3_VNNI_INLINE __m512i chunk_ints(const i8_ctx *c, __m512i v, int64_t ch, int bi
     return affine_chunk(v, c->xq + ch * CH, bits);
 }
 
+/* Lane i of a chunk (P planes) lies in group (4P i) / G, counted from the chunk's
+ * first group: those group offsets, one per lane. */
+K3_VNNI_INLINE __m512i lane_groups(int P, int G) {
+    const int shift = (G == 32 ? 5 : G == 64 ? 6 : 7) - (P == 1 ? 2 : P == 2 ? 3 : 4);
+    return _mm512_srli_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), shift);
+}
+
+/* The four rows r .. r+3 of a pass over rows [.., R), past R the last row again
+ * (computed, not stored), and the mask of those to store. */
+K3_VNNI_INLINE __mmask8 four_rows(int64_t r, int64_t R, int64_t rr[4]) {
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) rr[k] = r + k < R ? r + k : R - 1;
+    return (__mmask8)((1u << (R - r < 4 ? R - r : 4)) - 1);
+}
+
 /* Four rows r[0..3] as 16 partial sums each (out[k]), in lockstep: over chunks, int
  * lanes * dlane * per-lane scale, plus (affine) the bias term sum_g b_g xs_g. The rows
  * share each chunk's activation and dlane loads; each row gets the instructions and
@@ -229,10 +245,7 @@ K3_VNNI_INLINE void rows4_partials(const i8_ctx *c, const int64_t *r, int bits, 
             _mm_prefetch((const char *)W->biases + (size_t)(r[k] + 8) * W->bias_stride,
                          _MM_HINT_T0);
     }
-    /* lane i of a chunk is in group (4P i) / G counted from the chunk's first group */
-    const int shift = (G == 32 ? 5 : G == 64 ? 6 : 7) - (P == 1 ? 2 : P == 2 ? 3 : 4);
-    const __m512i idx = _mm512_srli_epi32(
-        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), shift);
+    const __m512i idx = lane_groups(P, G);
     int64_t w = 0; /* scale windows: groups [w, w+16) in S[k] */
     __m512 S[4], y0[4], y1[4];
 #pragma GCC unroll 4
@@ -293,13 +306,11 @@ K3_VNNI_INLINE __m128 sum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
 K3_VNNI_INLINE void i8_rows(const k3_rows_ctx *rc, int64_t r0, int64_t r1, int bits, int G) {
     const i8_ctx *c = (const i8_ctx *)rc;
     for (int64_t r = r0; r < r1; r += 4) {
-        const int64_t last = r1 - 1;
-        const int64_t rr[4] = {r, r + 1 <= last ? r + 1 : last, r + 2 <= last ? r + 2 : last,
-                               r + 3 <= last ? r + 3 : last};
+        int64_t rr[4];
+        const __mmask8 n = four_rows(r, r1, rr);
         __m512 a[4];
         rows4_partials(c, rr, bits, G, a);
-        const int64_t n = r1 - r < 4 ? r1 - r : 4;
-        _mm_mask_storeu_ps(rc->y + r, (__mmask8)((1u << n) - 1), sum4(a[0], a[1], a[2], a[3]));
+        _mm_mask_storeu_ps(rc->y + r, n, sum4(a[0], a[1], a[2], a[3]));
     }
 }
 
@@ -395,14 +406,12 @@ void k3_matvec_i8_avx512(const k3_wmat *W, const float *x, float *y) {
 K3_VNNI_INLINE void i8_cb_rows(const i8_ctx *c, int nb, int64_t R, float *const *y, int bits,
                                int G) {
     for (int64_t r = 0; r < R; r += 4) {
-        const int64_t last = R - 1;
-        const int64_t rr[4] = {r, r + 1 <= last ? r + 1 : last, r + 2 <= last ? r + 2 : last,
-                               r + 3 <= last ? r + 3 : last};
+        int64_t rr[4];
+        const __mmask8 n = four_rows(r, R, rr);
         for (int b = 0; b < nb; b++) {
             __m512 a[4];
             rows4_partials(&c[b], rr, bits, G, a);
-            const int64_t n = R - r < 4 ? R - r : 4;
-            _mm_mask_storeu_ps(y[b] + r, (__mmask8)((1u << n) - 1), sum4(a[0], a[1], a[2], a[3]));
+            _mm_mask_storeu_ps(y[b] + r, n, sum4(a[0], a[1], a[2], a[3]));
         }
     }
 }
@@ -423,23 +432,22 @@ K3_VNNI_INLINE void i8_narrow_rows(const i8_ctx *c, int nb, int64_t R, float *co
     const int P = planes(bits), B = chunk_bytes(bits);
     const int64_t K = W->cols, ng = K / G, CH = 64 * P, nch = K / CH, bc = K / nb;
     const int q = (int)(CH / bc), L = 16 / q, ngb = (int)(bc / G);
-    const int shift = (G == 32 ? 5 : G == 64 ? 6 : 7) - (P == 1 ? 2 : P == 2 ? 3 : 4);
-    const __m512i idx = _mm512_srli_epi32(
-        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), shift);
+    const __m512i idx = lane_groups(P, G);
     const __m512 zero = _mm512_setzero_ps();
     const __m512 xs = _mm512_maskz_loadu_ps((__mmask16)((1u << ng) - 1), c->xs);
     for (int64_t r = 0; r < R; r += 4) {
+        int64_t rr[4];
+        const __mmask8 n = four_rows(r, R, rr);
         const uint8_t *rw[4];
         __m512 S[4], bias[4];
 #pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
-            const int64_t rr = r + k < R ? r + k : R - 1; /* past R the last row again */
-            rw[k] = W->data + (size_t)rr * W->row_stride;
-            S[k] = scale_window(0, W->scale_fmt, W->scales + (size_t)rr * W->scale_stride, 0, ng);
-            const uint8_t *bi = W->biases + (size_t)rr * W->bias_stride;
+            rw[k] = W->data + (size_t)rr[k] * W->row_stride;
+            S[k] =
+                scale_window(0, W->scale_fmt, W->scales + (size_t)rr[k] * W->scale_stride, 0, ng);
+            const uint8_t *bi = W->biases + (size_t)rr[k] * W->bias_stride;
             bias[k] = _mm512_fmadd_ps(scale_window(0, W->scale_fmt, bi, 0, ng), xs, zero);
         }
-        const __mmask8 n = (__mmask8)((1u << (R - r < 4 ? R - r : 4)) - 1);
         for (int64_t ch = 0; ch < nch; ch++) {
             const __m512i sidx = _mm512_add_epi32(idx, _mm512_set1_epi32((int)(ch * CH / G)));
             const __m512 dl = _mm512_loadu_ps(c->dlane + ch * 16);
