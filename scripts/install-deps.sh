@@ -10,6 +10,7 @@ PKGS=(
   libjansson-dev libpcre2-dev libmicrohttpd-dev libedit-dev
   libopenmpi-dev openmpi-bin
   python3-numpy curl
+  chromium
 )
 # node/npm: the machine image may ship NodeSource's nodejs (which bundles npm and
 # conflicts with Debian's npm package); only fall back to Debian's when absent.
