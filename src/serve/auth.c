@@ -95,9 +95,15 @@ int serve_keys_load(const char *path, char ***keys, int *n, char *msg, size_t ca
     char *line = NULL;
     size_t lcap = 0;
     int lineno = 0, found = 0, rc = 0;
-    while (getline(&line, &lcap, f) >= 0) {
+    ssize_t got;
+    while ((got = getline(&line, &lcap, f)) >= 0) {
         lineno++;
-        if (strlen(line) > 4096) {
+        if (strlen(line) != (size_t)got) {
+            snprintf(msg, cap, "%s:%d: a NUL byte in an API key", path, lineno);
+            rc = -1;
+            break;
+        }
+        if (got > 4096) {
             snprintf(msg, cap, "%s:%d: line too long for an API key (at most 4096 bytes)", path,
                      lineno);
             rc = -1;
