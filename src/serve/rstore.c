@@ -247,15 +247,15 @@ int serve_rstore_put(serve_rstore *s, const char *key, size_t key_len, const cha
     size_t id_len = strlen(id), cost = sizeof(entry) + id_len + 1 + 4 * NODE_COST;
     for (int i = 0; i < 3; i++) cost += strlen(texts[i] ? texts[i] : "null") + 1;
     pthread_mutex_lock(&s->mu);
-    scope *sc = find_scope(s, key, key_len);
-    size_t need = cost + (sc ? 0 : scope_cost(key_len));
+    /* the scope's cost is counted even when it exists: evicting may drop it */
+    size_t need = cost + scope_cost(key_len);
     if (need > s->st.budget || ht_find(&s->ids, hash_bytes(s->seed, id, id_len), id, id_len)) {
         s->st.refused++;
         pthread_mutex_unlock(&s->mu);
         return -1;
     }
     make_room(s, need);
-    sc = find_scope(s, key, key_len); /* eviction may have dropped it */
+    scope *sc = find_scope(s, key, key_len);
     if (!sc) {
         sc = k3_xcalloc(1, sizeof *sc);
         sc->hn.key = k3_xmalloc(key_len + 1);
