@@ -31,16 +31,16 @@ static void parse_chat(json_t *chat) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static serve_rstore *store;
+    static const char scope[] = "0:";
     if (!store) {
-        store = serve_rstore_new(4);
-        json_t *out = json_loads("[{\"id\":\"rs_1\",\"type\":\"reasoning\",\"summary\":[{\"type\":"
-                                 "\"summary_text\",\"text\":\"r\"}]},{\"id\":\"fc_1\",\"type\":"
-                                 "\"function_call\",\"call_id\":\"c1\",\"name\":\"f\","
-                                 "\"arguments\":\"{}\"}]",
-                                 0, NULL);
-        serve_rstore_put(store, "resp_1", json_pack("[{s:s,s:s}]", "role", "user", "content", "x"),
-                         out);
-        json_decref(out);
+        store = serve_rstore_new(1 << 20);
+        serve_rstore_put(store, scope, 2, "resp_0123456789abcdef0123456789abcdef",
+                         "{\"output\":[{\"id\":\"rs_0123456789abcdef0123456789abcdef_1\","
+                         "\"type\":\"reasoning\",\"summary\":[{\"type\":\"summary_text\","
+                         "\"text\":\"r\"}]},{\"id\":\"fc_0123456789abcdef0123456789abcdef_2\","
+                         "\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"f\","
+                         "\"arguments\":\"{}\"}]}",
+                         "[{\"role\":\"user\",\"content\":\"x\"}]", "[]");
     }
     json_t *req = json_loadb((const char *)data, size, 0, NULL);
     if (!json_is_object(req)) {
@@ -48,8 +48,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     serve_err e;
-    json_t *hist = serve_rstore_get(store, "resp_1");
-    json_t *chat = serve_responses_to_chat(req, hist, store, &e);
+    char *text = serve_rstore_get(store, scope, 2, "resp_0123456789abcdef0123456789abcdef",
+                                  SERVE_RS_MESSAGES);
+    json_t *hist = json_loads(text, 0, NULL);
+    free(text);
+    serve_rscope rs = {store, scope, 2};
+    json_t *stored = json_array();
+    json_t *chat = serve_responses_to_chat(req, hist, &rs, stored, &e);
+    json_decref(stored);
     if (chat) {
         parse_chat(chat);
         json_decref(chat);

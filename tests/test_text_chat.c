@@ -259,6 +259,10 @@ TEST(efforts_and_generation_prompt) {
     check_render("{\"reasoning_effort\":\"low\",\"messages\":[]}", EFFORT("low") GEN_THINK);
     check_render("{\"reasoning_effort\":\"medium\",\"messages\":[]}", EFFORT("high") GEN_THINK);
     check_render("{\"reasoning_effort\":\"minimal\",\"messages\":[]}", EFFORT("low") GEN_THINK);
+    check_render("{\"reasoning_effort\":\"xhigh\",\"messages\":[]}", EFFORT("max") GEN_THINK);
+    /* "none": thinking off, even against an explicit thinking: true */
+    check_render("{\"reasoning_effort\":\"none\",\"messages\":[]}", GEN_RESP);
+    check_render("{\"thinking\":true,\"reasoning_effort\":\"none\",\"messages\":[]}", GEN_RESP);
     check_render("{\"chat_template_kwargs\":{\"thinking_effort\":\"high\"},\"reasoning_effort\":"
                  "\"low\",\"messages\":[]}",
                  EFFORT("high") GEN_THINK);

@@ -6,8 +6,10 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/mem.h"
 #include "gen/builtin.h"
 #include "kernels/matvec_i8.h"
+#include "serve/guard.h"
 #include "serve/server.h"
 
 static void serve_usage(FILE *f) {
@@ -25,8 +27,13 @@ static void serve_usage(FILE *f) {
            "  --cors-origin ORIGIN allow browser pages from ORIGIN (repeatable, or comma-\n"
            "                       separated; '*' = any). Default: no cross-origin access\n"
            "  --port N             TCP port (default 8000; 0 = any free port, printed)\n"
-           "  --api-key KEY        require 'Authorization: Bearer KEY' (default: env\n"
-           "                       K3_API_KEY; none if unset)\n"
+           "  --api-key KEY        require 'Authorization: Bearer KEY' (or x-api-key: KEY);\n"
+           "                       repeat for several keys, each its own scope (default:\n"
+           "                       env K3_API_KEY; no authentication if unset)\n"
+           "  --api-key-file FILE  more keys, one per line ('#' comments, blank lines skipped)\n"
+           "  --responses-mb N     Responses store budget in MiB (previous_response_id,\n"
+           "                       GET /v1/responses/ID); default 1/64 of RAM, 16..1024;\n"
+           "                       0 = keep nothing. Scoped like the prompt cache\n"
            "  --max-body BYTES     request body limit, larger gets 413 (default 8388608)\n"
            "  --max-tokens N       per-request max_tokens cap and default (default 4096)\n"
            "  --timeout SEC        per-request time limit, the prompt included: a prompt not\n"
@@ -93,6 +100,8 @@ typedef struct {
     int n_origins;
     const char *hosts[MAX_NAMES]; /* --allowed-host */
     int n_hosts;
+    char **keys; /* --api-key, --api-key-file (malloc'd) */
+    int n_keys;
     int threads;
 } model_args;
 
@@ -118,6 +127,8 @@ static int parse_opt(const char *a, char *v, serve_opts *o, model_args *m) {
                                              "--name",
                                              "--host",
                                              "--api-key",
+                                             "--api-key-file",
+                                             "--responses-mb",
                                              "--port",
                                              "--max-body",
                                              "--max-tokens",
@@ -169,7 +180,17 @@ static int parse_opt(const char *a, char *v, serve_opts *o, model_args *m) {
                             "authentication)\n");
             return -1;
         }
-        o->api_key = v;
+        m->keys = k3_xrealloc(m->keys, (size_t)(m->n_keys + 1) * sizeof *m->keys);
+        m->keys[m->n_keys++] = k3_xstrdup(v);
+    } else if (!strcmp(a, "--api-key-file")) {
+        char msg[512];
+        if (serve_keys_load(v, &m->keys, &m->n_keys, msg, sizeof msg)) {
+            fprintf(stderr, "k3 serve: --api-key-file %s\n", msg);
+            return -1;
+        }
+    } else if (!strcmp(a, "--responses-mb")) {
+        if (int_arg(a, v, 0, 1 << 24, &x)) return -1;
+        o->responses_budget = (size_t)x << 20;
     } else if (!strcmp(a, "--allowed-host")) {
         if (add_values(a, v, m->hosts, &m->n_hosts)) return -1;
     } else if (!strcmp(a, "--max-conn-per-ip")) {
@@ -230,21 +251,43 @@ static int parse_opt(const char *a, char *v, serve_opts *o, model_args *m) {
     return 1;
 }
 
+static void free_keys(model_args *m) {
+    for (int i = 0; i < m->n_keys; i++) free(m->keys[i]);
+    free(m->keys);
+}
+
+/* K3_API_KEY when no key was given on the command line; set but empty is
+ * refused like --api-key "" rather than meaning "no authentication". */
+static int env_keys(model_args *m) {
+    const char *env = getenv("K3_API_KEY");
+    if (!env) return 0;
+    if (!*env) {
+        fprintf(stderr, "k3 serve: K3_API_KEY is set but empty (unset it to run without "
+                        "authentication)\n");
+        return -1;
+    }
+    if (m->n_keys) return 0;
+    m->keys = k3_xmalloc(sizeof *m->keys);
+    m->keys[m->n_keys++] = k3_xstrdup(env);
+    return 0;
+}
+
 int cmd_serve(int argc, char **argv) {
     serve_opts o;
     serve_opts_default(&o);
     model_args m = {0};
-    const char *env_key = getenv("K3_API_KEY");
-    if (env_key && *env_key) o.api_key = env_key;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             serve_usage(stdout);
             return 0;
         }
         int took = parse_opt(argv[i], i + 1 < argc ? argv[i + 1] : NULL, &o, &m);
-        if (took < 0) return 2;
+        if (took < 0) return free_keys(&m), 2;
         i += took;
     }
+    if (env_keys(&m)) return free_keys(&m), 2;
+    o.api_keys = (const char *const *)m.keys;
+    o.n_api_keys = m.n_keys;
     char *builtin = NULL;
     if (!m.model) {
         int created = 0;
@@ -263,11 +306,13 @@ int cmd_serve(int argc, char **argv) {
     if (serve_engine_open(&e, m.model, m.n_names ? m.names[0] : NULL, m.threads)) {
         fprintf(stderr, "k3 serve: %s\n", k3_errmsg());
         free(builtin);
+        free_keys(&m);
         return 1;
     }
     int rc = serve_run(&e, &o);
     if (rc) fprintf(stderr, "k3 serve: %s\n", k3_errmsg());
     serve_engine_close(&e);
     free(builtin);
+    free_keys(&m);
     return rc ? 1 : 0;
 }

@@ -10,22 +10,23 @@
 #include <jansson.h>
 
 #include "serve/request.h"
+#include "serve/rstore.h"
 
-/* previous_response_id store: the last max_entries conversations and their
- * output items; oldest evicted first. Thread safe. */
-typedef struct serve_rstore serve_rstore;
-serve_rstore *serve_rstore_new(int max_entries);
-void serve_rstore_free(serve_rstore *s);
-/* Keep a conversation (steals messages) and the output items (copied). */
-void serve_rstore_put(serve_rstore *s, const char *id, json_t *messages, const json_t *output);
-/* A copy of the conversation of response id, or NULL (unknown or evicted). */
-json_t *serve_rstore_get(serve_rstore *s, const char *id);
+/* Where previous_response_id and item_reference look: the store and the
+ * requester's scope (rstore.h). */
+typedef struct {
+    serve_rstore *store; /* NULL: every reference is unknown */
+    const char *key;
+    size_t key_len;
+} serve_rscope;
 
 /* Responses request → chat request (new reference). history: the stored
- * conversation to continue (stolen) or NULL; store resolves item_reference
- * (may be NULL: then every reference is unknown). NULL + e on error. */
-json_t *serve_responses_to_chat(const json_t *req, json_t *history, serve_rstore *store,
-                                serve_err *e);
+ * conversation to continue (stolen) or NULL; rs resolves item_reference (may
+ * be NULL). stored (may be NULL): the input items in their stored form are
+ * appended (message text parts joined into one). NULL + e on error (400;
+ * item_not_found for an unknown item_reference). */
+json_t *serve_responses_to_chat(const json_t *req, json_t *history, const serve_rscope *rs,
+                                json_t *stored, serve_err *e);
 /* Messages request → chat request (new reference); count_only: max_tokens
  * is not required (count_tokens). NULL + e on error. */
 json_t *serve_anthropic_to_chat(const json_t *req, int count_only, serve_err *e);

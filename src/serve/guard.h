@@ -59,4 +59,34 @@ int serve_guard_origin_allowed(const serve_guard *g, const char *origin, const c
  * origin_not_allowed, 400 conflicting_length). */
 int serve_guard_check(const serve_guard *g, const serve_guard_hdrs *h, serve_err *e);
 
+/* ---- authentication and scopes (auth.c) ----
+ *
+ * A request presents a credential: the token of "Authorization: Bearer T",
+ * else the whole Authorization value, else the x-api-key header; "" when it
+ * sends none. With API keys configured (--api-key, repeatable, and
+ * --api-key-file) the credential must equal one of them; every key is
+ * compared in full, in time that does not depend on where they differ. Each
+ * key is its own scope; without keys each credential is. */
+typedef struct {
+    const char *s; /* borrowed: the matched key, or the header's bytes */
+    size_t n;
+} serve_cred;
+
+/* 1 if the request may pass (*cred filled), 0 if not (401). authz / xkey:
+ * the header values or NULL. */
+int serve_auth_check(const char *const *keys, int n_keys, const char *authz, const char *xkey,
+                     serve_cred *cred);
+
+/* The scope of what the server keeps for a client (prompt-cache snapshots,
+ * stored responses): credential and cache_salt, length-prefixed so that no
+ * two (credential, salt) pairs collide. malloc'd, *len its bytes. */
+char *serve_scope_key(serve_cred cred, const char *salt, size_t salt_len, size_t *len);
+
+/* Read an API key file: one key per line, surrounding blanks trimmed,
+ * blank lines and lines starting with '#' skipped. Appends malloc'd keys to
+ * *keys (realloc'd, *n counted). 0, or -1 + msg naming the file (and line)
+ * when it cannot be read, a key holds a character outside visible ASCII, a
+ * key repeats, or it holds no key. */
+int serve_keys_load(const char *path, char ***keys, int *n, char *msg, size_t cap);
+
 #endif

@@ -40,6 +40,7 @@ void serve_opts_default(serve_opts *o) {
     o->prefill_chunk = 64;
     o->batch_window_s = 0.010;
     o->cache_budget = (size_t)1 << 30;
+    o->responses_budget = SIZE_MAX;
     o->state_reserve = SIZE_MAX;
     o->max_connections = 512;
     o->max_queue = 256;
@@ -221,6 +222,7 @@ static const serve_route ROUTES[] = {
     {"/v1/chat/completions", SERVE_POST, 0, 0, handle_chat, 0},
     {"/v1/completions", SERVE_POST, 0, 0, handle_completions, 0},
     {"/v1/responses", SERVE_POST, 0, 0, serve_handle_responses, 0},
+    {"/v1/responses/", SERVE_GET | SERVE_DELETE, 1, 0, serve_handle_response_get, 0},
     {"/v1/messages", SERVE_POST, 0, 0, serve_handle_messages, 1},
     {"/v1/messages/count_tokens", SERVE_POST, 0, 0, serve_handle_count_tokens, 1},
 };
@@ -244,21 +246,13 @@ static const serve_route *find_route(const char *path, const char **rest) {
     return NULL;
 }
 
-static int key_matches(const char *key, const char *h) {
-    size_t n = strlen(key), m = strlen(h);
-    unsigned diff = (unsigned)(n ^ m);
-    for (size_t i = 0; i < n; i++) diff |= (unsigned char)key[i] ^ (unsigned char)h[i < m ? i : 0];
-    return diff == 0; /* constant time in the key */
-}
-
-/* Authorization: Bearer KEY, or x-api-key: KEY (Anthropic clients). */
+/* Authorization: Bearer KEY, or x-api-key: KEY (Anthropic clients); guard.h. */
 static int auth_ok(serve_conn *c) {
-    const char *key = c->srv->o->api_key;
-    if (!key || !*key) return 1;
-    const char *h = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Authorization");
-    if (h && !strncasecmp(h, "Bearer ", 7) && key_matches(key, h + 7)) return 1;
-    h = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "x-api-key");
-    return h && key_matches(key, h);
+    serve_cred cred;
+    return serve_auth_check(c->srv->o->api_keys, c->srv->o->n_api_keys,
+                            MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Authorization"),
+                            MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "x-api-key"),
+                            &cred);
 }
 
 static enum MHD_Result reply_unauthorized(serve_conn *c) {
@@ -290,7 +284,9 @@ static enum MHD_Result handle_options(serve_conn *c, const serve_route *rt) {
     const char *origin = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Origin");
     const char *want =
         MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Access-Control-Request-Method");
-    const char *allow = rt->methods == SERVE_GET ? "GET, HEAD, OPTIONS" : "POST, OPTIONS";
+    const char *allow = rt->methods == SERVE_GET     ? "GET, HEAD, OPTIONS"
+                        : rt->methods & SERVE_DELETE ? "GET, HEAD, DELETE, OPTIONS"
+                                                     : "POST, OPTIONS";
     if (origin && want && !serve_origin_allowed(c->srv, origin)) {
         char msg[300];
         snprintf(msg, sizeof msg,
@@ -320,6 +316,7 @@ static enum MHD_Result handle_options(serve_conn *c, const serve_route *rt) {
 static unsigned method_bit(const char *m) {
     if (!strcmp(m, "GET") || !strcmp(m, "HEAD")) return SERVE_GET; /* MHD drops HEAD bodies */
     if (!strcmp(m, "POST")) return SERVE_POST;
+    if (!strcmp(m, "DELETE")) return SERVE_DELETE;
     return 0;
 }
 
@@ -334,7 +331,7 @@ static enum MHD_Result route(serve_conn *c) {
     if (!rt->open && !auth_ok(c)) return reply_unauthorized(c);
     if (!(method_bit(c->method) & rt->methods)) {
         char msg[256];
-        snprintf(msg, sizeof msg, "Use %s %.150s.", rt->methods == SERVE_GET ? "GET" : "POST",
+        snprintf(msg, sizeof msg, "Use %s %.150s.", rt->methods & SERVE_GET ? "GET" : "POST",
                  c->path);
         return reply_error(c, 405, NULL, "method_not_allowed", msg);
     }
@@ -609,14 +606,16 @@ int serve_run(serve_engine *e, const serve_opts *o) {
     srv.lim.test_mode = o->test_mode;
     srv.lim.aliases = o->aliases;
     srv.lim.n_aliases = o->n_aliases;
-    if (o->api_key && !*o->api_key) {
-        k3_seterr("--api-key is empty (omit it to run without authentication)");
-        return -1;
-    }
+    for (int i = 0; i < o->n_api_keys; i++)
+        if (!o->api_keys[i][0]) {
+            k3_seterr("--api-key is empty (omit it to run without authentication)");
+            return -1;
+        }
     serve_guard_init(&srv.guard, o->host, o->allowed_hosts, o->n_allowed_hosts, o->cors_origins,
                      o->n_cors_origins);
     serve_metrics_init(&srv.metrics);
-    srv.rstore = serve_rstore_new(512);
+    srv.rstore = serve_rstore_new(o->responses_budget == SIZE_MAX ? serve_rstore_default_budget()
+                                                                  : o->responses_budget);
     sigset_t set;
     block_signals(&set);
     serve_sched_opts so = {.max_active = o->max_active,

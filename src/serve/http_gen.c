@@ -102,18 +102,14 @@ static enum MHD_Result reply_whole(serve_conn *c) {
     return serve_reply_json(c, c->job->status, all.s);
 }
 
-/* The prompt-cache scope of a request: the bearer token it presented and its
- * cache_salt, length-prefixed so that no two (key, salt) pairs collide. */
-static char *serve_cache_scope(serve_conn *c, const serve_req *q, size_t *len) {
-    const char *h = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Authorization");
-    if (!h) h = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "x-api-key");
-    size_t hn = h ? strlen(h) : 0, sn = q->cache_salt ? q->cache_salt_len : 0;
-    char *s = k3_xmalloc(hn + sn + 24);
-    int p = snprintf(s, 24, "%zu:", hn);
-    memcpy(s + p, h ? h : "", hn);
-    memcpy(s + p + hn, q->cache_salt ? q->cache_salt : "", sn);
-    *len = (size_t)p + hn + sn;
-    return s;
+/* The scope of what the server keeps for a request (prompt cache, Responses
+ * store): the credential it presented and the cache_salt (guard.h). */
+char *serve_conn_scope(serve_conn *c, const char *salt, size_t salt_len, size_t *len) {
+    serve_cred cred;
+    serve_auth_check(c->srv->o->api_keys, c->srv->o->n_api_keys,
+                     MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Authorization"),
+                     MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "x-api-key"), &cred);
+    return serve_scope_key(cred, salt, salt_len, len);
 }
 
 int serve_fit_context(const serve_server *srv, int64_t n_prompt, int *max_tokens, serve_err *e) {
@@ -156,7 +152,8 @@ static serve_job *make_job(serve_conn *c, serve_kind kind, serve_err *e) {
         return NULL;
     }
     if (srv->o->timeout_s > 0) j->deadline = k3_now() + srv->o->timeout_s;
-    j->cache_scope = serve_cache_scope(c, &j->req, &j->cache_scope_len);
+    j->cache_scope =
+        serve_conn_scope(c, j->req.cache_salt, j->req.cache_salt_len, &j->cache_scope_len);
     return j;
 }
 

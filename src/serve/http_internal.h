@@ -11,6 +11,7 @@
 #include "serve/guard.h"
 #include "serve/metrics.h"
 #include "serve/output.h"
+#include "serve/rstore.h"
 #include "serve/sched.h"
 #include "serve/server.h"
 #include "serve/xlate.h"
@@ -24,16 +25,16 @@ typedef struct {
     int inflight; /* requests between first call and completion (atomic) */
     double t_start;
     serve_metrics metrics;
-    serve_guard guard;           /* Host / Origin / framing checks (issue 12) */
-    struct serve_rstore *rstore; /* Responses API: previous_response_id store */
+    serve_guard guard;    /* Host / Origin / framing checks (issue 12) */
+    serve_rstore *rstore; /* Responses API store (rstore.h) */
 } serve_server;
 
 struct serve_conn;
 /* A routing-table row (http.c). */
-enum { SERVE_GET = 1, SERVE_POST = 2 };
+enum { SERVE_GET = 1, SERVE_POST = 2, SERVE_DELETE = 4 };
 typedef struct {
     const char *path;
-    unsigned methods; /* SERVE_GET (also HEAD) | SERVE_POST */
+    unsigned methods; /* SERVE_GET (also HEAD) | SERVE_POST | SERVE_DELETE */
     int prefix;       /* path is a prefix; the rest goes to serve_conn.rest */
     int open;         /* no API key needed */
     enum MHD_Result (*fn)(struct serve_conn *c);
@@ -107,8 +108,10 @@ enum MHD_Result serve_handle_responses(serve_conn *c);
 enum MHD_Result serve_handle_messages(serve_conn *c);
 enum MHD_Result serve_handle_count_tokens(serve_conn *c);
 char *serve_anthropic_err_json(const serve_err *e);
-struct serve_rstore *serve_rstore_new(int max_entries);
-void serve_rstore_free(struct serve_rstore *s);
+/* GET / DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items (c->rest). */
+enum MHD_Result serve_handle_response_get(serve_conn *c);
+/* The scope of c's stored state (guard.h: credential + cache_salt), malloc'd. */
+char *serve_conn_scope(serve_conn *c, const char *salt, size_t salt_len, size_t *len);
 
 /* POST /v1/chat/completions and /v1/completions, body complete. */
 enum MHD_Result serve_handle_generate(serve_conn *c, serve_kind kind);

@@ -15,6 +15,7 @@ enum MHD_Result serve_handle_metrics(serve_conn *c) {
     serve_sched_stats st = serve_sched_get_stats(c->srv->sched);
     k3_buf out = {0};
     serve_metrics_text(&c->srv->metrics, &st, c->srv->eng->name, &out);
+    serve_rstore_metrics(c->srv->rstore, c->srv->eng->name, &out);
     k3_buf_put(&out, "", 1);
     return serve_reply(c, 200, "text/plain; version=0.0.4; charset=utf-8", out.s);
 }

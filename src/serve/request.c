@@ -7,6 +7,7 @@
 #include "serve/request.h"
 
 #include "base/utf8safe.h"
+#include "text/chat.h"
 
 #include <limits.h>
 #include <math.h>
@@ -306,13 +307,13 @@ static int parse_thinking(serve_req *q, serve_err *err) {
     json_t *eff = opt(q->root, "reasoning_effort");
     if (eff) {
         if (!json_is_string(eff)) return type_err(err, "reasoning_effort", "a string", eff);
-        const char *e = json_string_value(eff);
-        if (!strcmp(e, "minimal")) e = "low";
-        if (!strcmp(e, "medium")) e = "high";
-        if (strcmp(e, "low") && strcmp(e, "high") && strcmp(e, "max"))
+        const char *e = NULL; /* one mapping for every route (text/chat.h) */
+        int on = k3_chat_effort_map(json_string_value(eff), &e);
+        if (on < 0)
             return serve_err_set(err, 400, NULL, "reasoning_effort", "invalid_value",
-                                 "'reasoning_effort' must be low, medium, high or max; got '%s'.",
+                                 "'reasoning_effort' must be " K3_CHAT_EFFORT_VALUES "; got '%s'.",
                                  json_string_value(eff));
+        if (!on) q->thinking = 0;
         q->reasoning_effort = e;
     }
     return 0;

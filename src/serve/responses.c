@@ -5,8 +5,9 @@
  * text.format → response_format, max_output_tokens → max_tokens), and the
  * chat stream becomes Responses output items and the streaming events the
  * official SDKs parse. previous_response_id continues a conversation kept in
- * a bounded in-memory store (oldest evicted first; an evicted or unknown id
- * is a 400 previous_response_not_found). */
+ * the Responses store (rstore.h: scoped by credential + cache_salt, a byte
+ * budget; an evicted, unknown or another scope's id is a 400
+ * previous_response_not_found). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "base/mem.h"
 #include "serve/apis.h"
 #include "serve/http_internal.h"
+#include "serve/limits.h"
 
 static json_t *opt(const json_t *o, const char *k) {
     json_t *v = json_object_get(o, k);
@@ -25,11 +27,14 @@ static json_t *opt(const json_t *o, const char *k) {
 
 typedef struct {
     serve_server *srv;
-    char id[48];
+    char id[SERVE_RSTORE_ID_MAX];
     long long created;
     char model[128];
-    json_t *req;      /* the Responses request (for echoing fields) */
-    json_t *history;  /* the chat messages sent (for the store) */
+    json_t *req;     /* the Responses request (for echoing fields) */
+    json_t *history; /* the chat messages sent (for the store) */
+    json_t *input;   /* this turn's input items, stored form with ids */
+    char *scope;     /* the requester's scope key (guard.h) */
+    size_t scope_len;
     json_t *output;   /* output items so far */
     int seq;          /* sequence_number */
     int open;         /* 0 none, 1 reasoning item, 2 message item (the last output item) */
@@ -212,7 +217,9 @@ static void r_tool(void *ctx, const char *id, const char *name, const char *args
               json_pack("{s:I,s:O}", "output_index", (json_int_t)idx, "item", item));
 }
 
-/* Keep the conversation (with this answer) for previous_response_id. */
+/* Keep the conversation (with this answer) for previous_response_id, the
+ * response for GET /v1/responses/{id} and the input for .../input_items, as
+ * JSON texts (rstore.h). */
 static void store(rctx *r) {
     json_t *msgs = json_deep_copy(r->history);
     json_t *m = json_pack("{s:s,s:s%}", "role", "assistant", "content",
@@ -232,7 +239,15 @@ static void store(rctx *r) {
     if (json_array_size(calls)) json_object_set(m, "tool_calls", calls);
     json_decref(calls);
     json_array_append_new(msgs, m);
-    serve_rstore_put(r->srv->rstore, r->id, msgs, r->output);
+    json_t *resp = response_obj(r, 1);
+    char *texts[3] = {json_dumps(resp, JSON_COMPACT), json_dumps(msgs, JSON_COMPACT),
+                      json_dumps(r->input, JSON_COMPACT)};
+    if (texts[0] && texts[1] && texts[2])
+        serve_rstore_put(r->srv->rstore, r->scope, r->scope_len, r->id, texts[0], texts[1],
+                         texts[2]);
+    for (int k = 0; k < 3; k++) free(texts[k]);
+    json_decref(resp);
+    json_decref(msgs);
 }
 
 static void r_finish(void *ctx, const char *fin, const serve_usage *u, k3_buf *out) {
@@ -284,6 +299,8 @@ static void r_release(void *ctx) {
     rctx *r = ctx;
     json_decref(r->req);
     json_decref(r->history);
+    json_decref(r->input);
+    free(r->scope);
     json_decref(r->output);
     k3_buf_free(&r->text);
     k3_buf_free(&r->reasoning);
@@ -294,57 +311,113 @@ static void r_release(void *ctx) {
 static const serve_api RESPONSES = {
     {r_reasoning, r_content, r_tool, r_finish, r_error}, r_begin, r_body, r_release};
 
-enum MHD_Result serve_handle_responses(serve_conn *c) {
-    serve_err e;
-    json_error_t je;
-    if (!serve_utf8_valid(c->body.s ? c->body.s : "", c->body.n)) {
-        serve_err_set(&e, 400, NULL, NULL, "invalid_utf8", "The request body is not valid UTF-8.");
-        return serve_reply_err(c, &e);
+/* The request's cache_salt: absent, or a non-empty string of at most 1024
+ * bytes (as on the chat route, which checks it again). 0 or -1 + e. */
+static int cache_salt(const json_t *req, const char **s, size_t *n, serve_err *e) {
+    json_t *salt = opt(req, "cache_salt");
+    *s = salt ? json_string_value(salt) : NULL;
+    *n = salt ? json_string_length(salt) : 0;
+    if (salt && (!*s || !*n || *n > 1024))
+        return serve_err_set(e, 400, NULL, "cache_salt", "invalid_value",
+                             "'cache_salt' must be a non-empty string of at most 1024 bytes.");
+    return 0;
+}
+
+/* The stored conversation previous_response_id names in scope, or NULL + e
+ * (the same answer for an unknown, evicted, deleted or another scope's id). */
+static json_t *previous(serve_conn *c, const json_t *prev, const char *scope, size_t scope_len,
+                        serve_err *e) {
+    char *text = json_is_string(prev) ? serve_rstore_get(c->srv->rstore, scope, scope_len,
+                                                         json_string_value(prev), SERVE_RS_MESSAGES)
+                                      : NULL;
+    json_t *history = text ? json_loads(text, 0, NULL) : NULL;
+    free(text);
+    if (!history)
+        serve_err_set(e, 400, NULL, "previous_response_id", "previous_response_not_found",
+                      "Previous response with id '%.64s' not found.",
+                      json_is_string(prev) ? json_string_value(prev) : "?");
+    return history;
+}
+
+/* Ids for the input items that have none (not resolved references). */
+static void input_ids(rctx *r) {
+    size_t i;
+    json_t *it;
+    json_array_foreach(r->input, i, it) {
+        if (json_object_get(it, "id")) continue;
+        const char *t = json_string_value(json_object_get(it, "type"));
+        char iid[96];
+        item_id(r, iid, sizeof iid,
+                !strcmp(t, "function_call")          ? "fc"
+                : !strcmp(t, "function_call_output") ? "fco"
+                : !strcmp(t, "reasoning")            ? "rs"
+                                                     : "msg");
+        json_object_set_new(it, "id", json_string(iid));
     }
-    json_t *req = json_loadb(c->body.s ? c->body.s : "", c->body.n, 0, &je);
+}
+
+/* Parse the body as a JSON object, or NULL + e. */
+static json_t *parse_body(serve_conn *c, serve_err *e) {
+    json_error_t je;
+    const char *b = c->body.s ? c->body.s : "";
+    if (!serve_utf8_valid(b, c->body.n)) {
+        serve_err_set(e, 400, NULL, NULL, "invalid_utf8", "The request body is not valid UTF-8.");
+        return NULL;
+    }
+    if (serve_json_budget(b, c->body.n, NULL, e)) return NULL;
+    json_t *req = json_loadb(b, c->body.n, 0, &je);
     if (!json_is_object(req)) {
         json_decref(req);
-        serve_err_set(&e, 400, NULL, NULL, "invalid_json",
+        serve_err_set(e, 400, NULL, NULL, "invalid_json",
                       "The request body must be a JSON object (%s).", je.text);
-        return serve_reply_err(c, &e);
+        return NULL;
     }
     json_t *stream = opt(req, "stream");
     if (stream && !json_is_boolean(stream)) {
         json_decref(req);
-        serve_err_set(&e, 400, NULL, "stream", "invalid_type", "'stream' must be a boolean.");
-        return serve_reply_err(c, &e);
+        serve_err_set(e, 400, NULL, "stream", "invalid_type", "'stream' must be a boolean.");
+        return NULL;
     }
-    json_t *history = NULL;
-    json_t *prev = opt(req, "previous_response_id");
-    if (prev) {
-        history =
-            json_is_string(prev) ? serve_rstore_get(c->srv->rstore, json_string_value(prev)) : NULL;
-        if (!history) {
-            serve_err_set(&e, 400, NULL, "previous_response_id", "previous_response_not_found",
-                          "Previous response with id '%s' not found: this server keeps the last "
-                          "512 responses in memory (it may have been evicted, or the server "
-                          "restarted). Send the whole conversation as 'input' instead.",
-                          json_is_string(prev) ? json_string_value(prev) : "?");
-            json_decref(req);
-            return serve_reply_err(c, &e);
-        }
-    }
-    json_t *chat = serve_responses_to_chat(req, history, c->srv->rstore, &e);
-    if (!chat) {
+    return req;
+}
+
+static enum MHD_Result fail(serve_conn *c, const serve_err *e, rctx *r, json_t *req) {
+    if (r)
+        r_release(r);
+    else
         json_decref(req);
-        return serve_reply_err(c, &e);
-    }
+    return serve_reply_err(c, e);
+}
+
+enum MHD_Result serve_handle_responses(serve_conn *c) {
+    serve_err e;
+    json_t *req = parse_body(c, &e);
+    if (!req) return serve_reply_err(c, &e);
+    const char *salt;
+    size_t salt_len;
+    if (cache_salt(req, &salt, &salt_len, &e)) return fail(c, &e, NULL, req);
     rctx *r = k3_xcalloc(1, sizeof *r);
     r->srv = c->srv;
     r->req = req;
+    r->scope = serve_conn_scope(c, salt, salt_len, &r->scope_len);
+    r->output = json_array();
+    r->input = json_array();
+    if (serve_rstore_new_id(r->id)) {
+        serve_err_set(&e, 500, "server_error", NULL, "internal_error",
+                      "The OS's random source failed.");
+        return fail(c, &e, r, NULL);
+    }
+    json_t *history = NULL, *prev = opt(req, "previous_response_id");
+    if (prev && !(history = previous(c, prev, r->scope, r->scope_len, &e)))
+        return fail(c, &e, r, NULL);
+    serve_rscope rs = {c->srv->rstore, r->scope, r->scope_len};
+    json_t *chat = serve_responses_to_chat(req, history, &rs, r->input, &e);
+    if (!chat) return fail(c, &e, r, NULL);
+    input_ids(r);
     r->history = json_deep_copy(json_object_get(chat, "messages"));
     if (opt(req, "instructions")) json_array_remove(r->history, 0); /* this turn only */
-    r->output = json_array();
     r->created = (long long)time(NULL);
-    static unsigned long long counter;
-    snprintf(r->id, sizeof r->id, "resp_%llx%06llx", (unsigned long long)r->created,
-             __atomic_add_fetch(&counter, 1, __ATOMIC_SEQ_CST));
     snprintf(r->model, sizeof r->model, "%s", c->srv->eng->name);
     snprintf(r->status, sizeof r->status, "completed");
-    return serve_run_translated(c, chat, json_is_true(stream), &RESPONSES, r);
+    return serve_run_translated(c, chat, json_is_true(opt(req, "stream")), &RESPONSES, r);
 }

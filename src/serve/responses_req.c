@@ -1,86 +1,19 @@
-/* responses_req.c — the Responses API request side (serve/apis.h): the
- * bounded previous_response_id / item store, and a Responses request →
+/* responses_req.c — the Responses API request side (serve/apis.h): a
+ * Responses request →
  * chat request (instructions → system, input items → messages,
  * function_call / function_call_output → tool calls and tool messages,
  * item_reference → the stored item, reasoning.effort → thinking +
  * reasoning_effort, text.format → response_format, max_output_tokens →
  * max_tokens, function tools → chat tools). Pure: fuzzed by
  * fuzz/fuzz_api_request.c. */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/mem.h"
+#include "base/buf.h"
 #include "serve/apis.h"
-
-/* ---------------- the previous_response_id store ---------------- */
-
-typedef struct serve_rstore {
-    pthread_mutex_t mu;
-    json_t *map;   /* id -> messages array (the whole conversation incl. the answer) */
-    json_t *items; /* output item id -> item (for item_reference) */
-    json_t *order; /* [response id, [its item ids]], oldest first */
-    int max;
-} serve_rstore;
-
-serve_rstore *serve_rstore_new(int max_entries) {
-    serve_rstore *s = k3_xcalloc(1, sizeof *s);
-    pthread_mutex_init(&s->mu, NULL);
-    s->map = json_object();
-    s->items = json_object();
-    s->order = json_array();
-    s->max = max_entries;
-    return s;
-}
-
-void serve_rstore_free(serve_rstore *s) {
-    if (!s) return;
-    json_decref(s->map);
-    json_decref(s->items);
-    json_decref(s->order);
-    pthread_mutex_destroy(&s->mu);
-    free(s);
-}
-
-void serve_rstore_put(serve_rstore *s, const char *id, json_t *messages, const json_t *output) {
-    pthread_mutex_lock(&s->mu);
-    json_object_set_new(s->map, id, messages);
-    json_t *ids = json_array();
-    size_t i;
-    json_t *it;
-    json_array_foreach(output, i, it) {
-        json_t *iid = json_object_get(it, "id");
-        if (!json_is_string(iid)) continue;
-        json_object_set_new(s->items, json_string_value(iid), json_deep_copy(it));
-        json_array_append(ids, iid);
-    }
-    json_array_append_new(s->order, json_pack("[s,o]", id, ids));
-    while ((int)json_array_size(s->order) > s->max) {
-        json_t *old = json_array_get(s->order, 0);
-        json_object_del(s->map, json_string_value(json_array_get(old, 0)));
-        json_array_foreach(json_array_get(old, 1), i, it)
-            json_object_del(s->items, json_string_value(it));
-        json_array_remove(s->order, 0);
-    }
-    pthread_mutex_unlock(&s->mu);
-}
-
-static json_t *rstore_item(serve_rstore *s, const char *id) {
-    pthread_mutex_lock(&s->mu);
-    json_t *m = json_object_get(s->items, id);
-    json_t *copy = m ? json_deep_copy(m) : NULL;
-    pthread_mutex_unlock(&s->mu);
-    return copy;
-}
-
-json_t *serve_rstore_get(serve_rstore *s, const char *id) {
-    pthread_mutex_lock(&s->mu);
-    json_t *m = json_object_get(s->map, id);
-    json_t *copy = m ? json_deep_copy(m) : NULL;
-    pthread_mutex_unlock(&s->mu);
-    return copy;
-}
+#include "text/chat.h"
 
 /* ---------------- request translation ---------------- */
 
@@ -93,31 +26,42 @@ static int bad(serve_err *e, const char *param, const char *msg) {
     return serve_err_set(e, 400, NULL, param, "invalid_value", "%s", msg);
 }
 
-/* A message's content: a string, or input_text / output_text parts. */
+/* A message's content: a string, or input_text / output_text parts, which
+ * the chat template renders back to back: kept as one string, so a request
+ * of many parts costs the store (and the chat parser) its text only. */
 static json_t *content_text(const json_t *c, const char *param, serve_err *e) {
     if (json_is_string(c)) return json_incref((json_t *)c);
     if (!json_is_array(c)) {
         bad(e, param, "content must be a string or an array of text parts.");
         return NULL;
     }
-    json_t *parts = json_array();
+    k3_buf text = {0};
     size_t i;
     json_t *p;
     json_array_foreach(c, i, p) {
         const char *t = json_string_value(json_object_get(p, "type"));
-        json_t *text = json_object_get(p, "text");
+        json_t *tx = json_object_get(p, "text");
         if (!t || (strcmp(t, "input_text") && strcmp(t, "output_text") && strcmp(t, "text")) ||
-            !json_is_string(text)) {
-            json_decref(parts);
+            !json_is_string(tx)) {
+            k3_buf_free(&text);
             serve_err_set(e, 400, NULL, param, "invalid_value",
                           "Content part type '%s' is not supported (input_text / output_text "
                           "only).",
                           t ? t : "?");
             return NULL;
         }
-        json_array_append_new(parts, json_pack("{s:s,s:O}", "type", "text", "text", text));
+        k3_buf_put(&text, json_string_value(tx), json_string_length(tx));
     }
-    return parts;
+    json_t *out = json_stringn(text.s ? text.s : "", text.n);
+    k3_buf_free(&text);
+    return out;
+}
+
+/* The stored (listed) form of an input message: its text as one part. */
+static json_t *stored_message(const char *role, const json_t *text) {
+    return json_pack("{s:s,s:s,s:s,s:[{s:s,s:O}]}", "type", "message", "role", role, "status",
+                     "completed", "content", "type",
+                     strcmp(role, "assistant") ? "input_text" : "output_text", "text", text);
 }
 
 /* The last message if it is an assistant message without content yet. */
@@ -127,11 +71,13 @@ static json_t *open_assistant(json_t *msgs) {
 }
 
 static int input_item(json_t *msgs, const json_t *it, const char *type, const char *p,
-                      const char **reasoning_p, serve_err *e);
+                      const char **reasoning_p, json_t *stored, serve_err *e);
 
-static int input_items(json_t *msgs, const json_t *input, serve_rstore *store, serve_err *e) {
+static int input_items(json_t *msgs, const json_t *input, const serve_rscope *rs, json_t *stored,
+                       serve_err *e) {
     if (json_is_string(input)) {
         json_array_append_new(msgs, json_pack("{s:s,s:O}", "role", "user", "content", input));
+        if (stored) json_array_append_new(stored, stored_message("user", input));
         return 0;
     }
     if (!json_is_array(input))
@@ -150,17 +96,17 @@ static int input_items(json_t *msgs, const json_t *input, serve_rstore *store, s
         json_t *ref = NULL; /* an item_reference resolved from the store */
         if (type && !strcmp(type, "item_reference")) {
             const char *rid = json_string_value(json_object_get(it, "id"));
-            ref = rid && store ? rstore_item(store, rid) : NULL;
+            ref = rid && rs && rs->store ? serve_rstore_item(rs->store, rs->key, rs->key_len, rid)
+                                         : NULL;
             if (!ref) free((char *)reasoning);
             if (!ref)
                 return serve_err_set(e, 400, NULL, p, "item_not_found",
-                                     "Item '%s' not found: this server keeps the items of the "
-                                     "last 512 responses in memory.",
-                                     rid ? rid : "?");
+                                     "Item with id '%.64s' not found.", rid ? rid : "?");
             it = ref;
             type = json_string_value(json_object_get(it, "type"));
+            if (stored) json_array_append(stored, ref); /* listed as it was stored */
         }
-        int rc = input_item(msgs, it, type, p, &reasoning, e);
+        int rc = input_item(msgs, it, type, p, &reasoning, ref ? NULL : stored, e);
         json_decref(ref);
         if (rc) {
             free((char *)reasoning);
@@ -171,8 +117,10 @@ static int input_items(json_t *msgs, const json_t *input, serve_rstore *store, s
     return 0;
 }
 
+/* One input item → chat messages; its stored form is appended to stored
+ * (when not NULL). */
 static int input_item(json_t *msgs, const json_t *it, const char *type, const char *p,
-                      const char **reasoning_p, serve_err *e) {
+                      const char **reasoning_p, json_t *stored, serve_err *e) {
     const char *reasoning = *reasoning_p;
     {
         if (!type || !strcmp(type, "message")) {
@@ -183,6 +131,7 @@ static int input_item(json_t *msgs, const json_t *it, const char *type, const ch
                            "A message item needs a role: user, assistant, system or developer.");
             json_t *c = content_text(json_object_get(it, "content"), p, e);
             if (!c) return -1;
+            if (stored) json_array_append_new(stored, stored_message(role, c));
             json_t *m = json_pack("{s:s,s:o}", "role", !strcmp(role, "developer") ? "system" : role,
                                   "content", c);
             if (!strcmp(role, "assistant") && reasoning) {
@@ -208,6 +157,11 @@ static int input_item(json_t *msgs, const json_t *it, const char *type, const ch
                 free((char *)reasoning);
                 reasoning = NULL;
             }
+            if (stored)
+                json_array_append_new(stored,
+                                      json_pack("{s:s,s:s,s:O,s:O,s:O}", "type", "function_call",
+                                                "status", "completed", "call_id", cid, "name", name,
+                                                "arguments", args));
             json_array_append_new(json_object_get(m, "tool_calls"),
                                   json_pack("{s:O,s:s,s:{s:O,s:O}}", "id", cid, "type", "function",
                                             "function", "name", name, "arguments", args));
@@ -218,6 +172,10 @@ static int input_item(json_t *msgs, const json_t *it, const char *type, const ch
             json_t *out = json_object_get(it, "output");
             json_t *c = json_is_string(out) ? json_incref(out) : content_text(out, p, e);
             if (!c) return -1;
+            if (stored)
+                json_array_append_new(stored, json_pack("{s:s,s:s,s:O,s:O}", "type",
+                                                        "function_call_output", "status",
+                                                        "completed", "call_id", cid, "output", c));
             json_array_append_new(msgs, json_pack("{s:s,s:O,s:o}", "role", "tool", "tool_call_id",
                                                   cid, "content", c));
         } else if (!strcmp(type, "reasoning")) {
@@ -227,6 +185,10 @@ static int input_item(json_t *msgs, const json_t *it, const char *type, const ch
             const char *rt = json_string_value(json_object_get(first, "text"));
             free((char *)reasoning); /* a copy: the item may be a resolved reference */
             reasoning = rt ? strdup(rt) : NULL;
+            if (stored)
+                json_array_append_new(stored, json_pack("{s:s,s:[{s:s,s:s}]}", "type", "reasoning",
+                                                        "summary", "type", "summary_text", "text",
+                                                        rt ? rt : ""));
         } else {
             serve_err_set(e, 400, NULL, p, "unsupported_value",
                           "Input item type '%s' is not supported (message, function_call, "
@@ -239,9 +201,21 @@ static int input_item(json_t *msgs, const json_t *it, const char *type, const ch
     return 0;
 }
 
+/* reasoning.effort → the chat request's reasoning_effort (the one mapping
+ * of every route, text/chat.h: "none" turns thinking off). */
+static int reasoning_effort(json_t *chat, const json_t *rs, serve_err *e) {
+    json_t *eff = rs ? opt(rs, "effort") : NULL;
+    if (!eff) return 0;
+    const char *effort = NULL;
+    if (!json_is_string(eff) || k3_chat_effort_map(json_string_value(eff), &effort) < 0)
+        return bad(e, "reasoning.effort", "'reasoning.effort' must be " K3_CHAT_EFFORT_VALUES ".");
+    json_object_set(chat, "reasoning_effort", eff);
+    return 0;
+}
+
 /* Responses request → chat request (new reference), or NULL + e. */
-json_t *serve_responses_to_chat(const json_t *req, json_t *history, serve_rstore *store,
-                                serve_err *e) {
+json_t *serve_responses_to_chat(const json_t *req, json_t *history, const serve_rscope *rs,
+                                json_t *stored, serve_err *e) {
     json_t *msgs = history ? history : json_array();
     json_t *instr = opt(req, "instructions");
     if (instr && !json_is_string(instr)) {
@@ -258,7 +232,7 @@ json_t *serve_responses_to_chat(const json_t *req, json_t *history, serve_rstore
                       "Missing required parameter: 'input'.");
         return NULL;
     }
-    if (input_items(msgs, input, store, e)) {
+    if (input_items(msgs, input, rs, stored, e)) {
         json_decref(msgs);
         return NULL;
     }
@@ -268,6 +242,7 @@ json_t *serve_responses_to_chat(const json_t *req, json_t *history, serve_rstore
                                        "top_p",
                                        "seed",
                                        "top_k",
+                                       "cache_salt",
                                        "k3_test_force_text",
                                        "k3_test_force_tokens"};
     for (size_t i = 0; i < sizeof copy / sizeof *copy; i++)
@@ -309,15 +284,9 @@ json_t *serve_responses_to_chat(const json_t *req, json_t *history, serve_rstore
     } else if (tc) {
         json_object_set(chat, "tool_choice", tc);
     }
-    json_t *rs = opt(req, "reasoning");
-    const char *effort = rs ? json_string_value(opt(rs, "effort")) : NULL;
-    if (effort) {
-        if (!strcmp(effort, "none")) {
-            json_object_set_new(chat, "thinking", json_false());
-        } else {
-            if (!strcmp(effort, "xhigh")) effort = "max";
-            json_object_set_new(chat, "reasoning_effort", json_string(effort));
-        }
+    if (reasoning_effort(chat, opt(req, "reasoning"), e)) {
+        json_decref(chat);
+        return NULL;
     }
     json_t *fmt = opt(opt(req, "text"), "format");
     if (fmt) {

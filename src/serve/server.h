@@ -16,9 +16,11 @@
 #include "serve/engine.h"
 
 typedef struct {
-    const char *host;        /* bind address, default 127.0.0.1 */
-    int port;                /* 0: any free port (printed at start) */
-    const char *api_key;     /* NULL: no authentication */
+    const char *host;            /* bind address, default 127.0.0.1 */
+    int port;                    /* 0: any free port (printed at start) */
+    const char *const *api_keys; /* --api-key / --api-key-file; none: no authentication */
+    int n_api_keys;
+    size_t responses_budget; /* Responses store bytes; SIZE_MAX: sized to the machine */
     size_t max_body;         /* request bytes; larger bodies get 413 */
     int max_tokens_cap;      /* per-request max_tokens ceiling (and default) */
     double timeout_s;        /* per-request generation time limit; idle connection limit */

@@ -163,8 +163,11 @@ static int set_effort(k3_chat_opts *o, const json_t *v, const char *field, int m
     const char *e = json_string_value(v);
     if (!e || strlen(e) >= sizeof o->thinking_effort)
         return k3_seterr("%s: expected one of \"low\", \"high\", \"max\"", field);
-    if (map_openai && !strcmp(e, "minimal")) e = "low";
-    if (map_openai && !strcmp(e, "medium")) e = "high";
+    if (map_openai) {
+        int on = k3_chat_effort_map(e, &e);
+        if (on < 0) return k3_seterr("%s: expected one of " K3_CHAT_EFFORT_VALUES, field);
+        if (!on) return o->thinking = 0, o->has_effort = 0, 0;
+    }
     o->has_effort = 1;
     strcpy(o->thinking_effort, e);
     snprintf(o->effort_field, sizeof o->effort_field, "%s", field);

@@ -24,8 +24,8 @@
  *   chat_template_kwargs.{thinking, enable_thinking, thinking_effort,
  *   add_generation_prompt}, and the top-level aliases thinking (bool or
  *   {"type": "enabled"|"disabled"}), enable_thinking, thinking_effort,
- *   add_generation_prompt, reasoning_effort (OpenAI; low|high|max, and
- *   minimal -> low, medium -> high). Kwargs win over top-level fields.
+ *   add_generation_prompt, reasoning_effort (OpenAI's values, mapped by
+ *   k3_chat_effort_map). Kwargs win over top-level fields.
  * Defaults as the reference: thinking on, effort "max", generation prompt on.
  *
  * Errors: -1 and a k3_errmsg naming the field ("messages[2].role: ..."). */
@@ -68,6 +68,13 @@ typedef struct {
 
 /* The reference defaults: thinking on, effort max, generation prompt on. */
 void k3_chat_opts_default(k3_chat_opts *o);
+
+/* OpenAI's reasoning_effort values on K3's thinking, the one mapping every
+ * API route uses: "none" -> thinking off (returns 0); "minimal", "low" ->
+ * "low"; "medium", "high" -> "high"; "xhigh", "max" -> "max" (returns 1,
+ * *effort set). -1 for any other value. */
+int k3_chat_effort_map(const char *value, const char **effort);
+#define K3_CHAT_EFFORT_VALUES "none, minimal, low, medium, high, xhigh or max"
 /* Pick the fields of an OpenAI chat request (see the list above). */
 int k3_chat_input_from_request(const json_t *req, k3_chat_input *in);
 
