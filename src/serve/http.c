@@ -438,6 +438,7 @@ static void log_request(serve_conn *c) {
         serve_metrics_generation(&c->srv->metrics, j->usage.prompt_tokens, (int)j->n_gen,
                                  j->usage.cached_tokens, ttft > 0 ? ttft / 1e3 : -1,
                                  tps > 0 ? tps : -1, dur);
+    if (j->done) serve_metrics_job(&c->srv->metrics, j);
     char cons[48] = ""; /* structured output: grammar time per generated token */
     if (j->constraint && j->n_gen > 0)
         snprintf(cons, sizeof cons, " constrain=%.1fus/tok",
