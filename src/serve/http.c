@@ -24,6 +24,7 @@
 #include "base/utf8safe.h"
 #include "serve/http_internal.h"
 #include "serve/limits.h"
+#include "serve/webui.h"
 
 #define DRAIN_MAX ((size_t)64 << 20) /* oversized chunked bytes read before hanging up */
 #define TRIM_AFTER ((size_t)1 << 20) /* bodies this big are followed by malloc_trim */
@@ -211,6 +212,7 @@ static enum MHD_Result handle_completions(serve_conn *c) {
  * no API key needed. `prefix`: the path is a prefix, the rest (non-empty)
  * goes to c->rest. */
 static const serve_route ROUTES[] = {
+    {"/", SERVE_GET, 0, 1, serve_handle_webui, 0},
     {"/health", SERVE_GET, 0, 1, handle_health, 0},
     {"/metrics", SERVE_GET, 0, 0, serve_handle_metrics, 0},
     {"/props", SERVE_GET, 0, 0, serve_handle_props, 0},
