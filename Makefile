@@ -50,6 +50,9 @@ $(BUILD)/obj/%.o: %.c
 # `k3 --version` names the commit it was built from
 $(BUILD)/obj/src/cli/main.o: ALL_CFLAGS += -DK3_GIT='"$(shell git describe --always --dirty 2>/dev/null || echo unknown)"'
 
+# the chat page is assembled into webui.o (.incbin)
+$(BUILD)/obj/src/serve/webui.o: src/serve/webui.html
+
 $(BUILD)/libk3.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	@rm -f $@

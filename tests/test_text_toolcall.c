@@ -159,6 +159,39 @@ TEST(invalid_utf8_becomes_replacement) {
         "[{\"name\":\"f\xef\xbf\xbd\",\"arguments\":\"{\\\"k\\\": \\\"\xef\xbf\xbd\\\"}\"}]");
 }
 
+/* k3_toolcall_cut on the spelled section text: where the limit cut it. */
+static int cut(const char *spelled, const char *name, const char *args) {
+    k3_tool_call c;
+    int rc = k3_toolcall_cut(&X, spelled, strlen(spelled), &c);
+    if (!rc) return 0;
+    char *a = k3_toolcall_arguments_json(&c);
+    CHECK(!strcmp(c.name, name) && !strcmp(a, args), "%s: got %s %s", spelled, c.name, a);
+    free(a);
+    k3_tool_call_free(&c);
+    return rc;
+}
+
+TEST(cut_by_the_limit) {
+#define WHOLE CALL(" tool=\"a\"", ARG("x", "number", "1"))
+    CHECK(cut(WHOLE, "", "") == 0, "complete calls only: nothing cut");
+    CHECK(cut("", "", "") == 0);
+    CHECK(cut(O "cal", "", "") == 0, "the opening tag itself cut: no call begun");
+    CHECK(cut(O "call tool=\"get_w", "", "{}") == K3_CALL_CUT, "name cut");
+    CHECK(cut(WHOLE O "call tool=\"b\"" S, "b", "{}") == K3_CALL_CUT);
+    CHECK(cut(O "call tool=\"b\"" S ARG("k", "string", "v") O "argument key=\"m\"" S "12", "b",
+              "{\"k\": \"v\"}") == K3_CALL_CUT,
+          "the open argument is left out");
+    CHECK(cut(O "call tool=\"b\"" S ARG("k", "string", "v"), "b", "{\"k\": \"v\"}") == K3_CALL_CUT,
+          "more arguments could follow");
+    CHECK(cut(O "call tool=\"b\"" S ARG("k", "string", "v") "\n" C "cal", "b", "{\"k\": \"v\"}") ==
+              K3_CALL_UNCLOSED,
+          "the closing tag begun: whole");
+    CHECK(cut(O "call tool=\"b\"" S ARG("k", "string", "v") C "call", "b", "{\"k\": \"v\"}") ==
+          K3_CALL_UNCLOSED);
+    CHECK(cut(O "call tool=\"j\"" S O "json" S "{\"a\": 1}" C "json" S C, "j", "{\"a\": 1}") ==
+          K3_CALL_UNCLOSED);
+}
+
 int main(void) {
     if (k3_xtml_init(&X, NULL)) return 1;
     RUN(typed_number_arguments);
@@ -173,5 +206,6 @@ int main(void) {
     RUN(incremental_next_matches_batch);
     RUN(invalid_utf8_becomes_replacement);
     RUN(spelled_markers_are_text);
+    RUN(cut_by_the_limit);
     return t_done();
 }

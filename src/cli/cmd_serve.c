@@ -14,16 +14,31 @@
 
 static void serve_usage(FILE *f) {
     fprintf(
-        f, "usage: k3 serve [--model DIR] [--host ADDR] [--port N] [options]\n"
+        f, "usage: k3 serve [DIR | --model DIR] [--host ADDR] [--port N] [options]\n"
            "\n"
-           "OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
-           "GET /v1/models, GET /health. Stops cleanly on SIGINT/SIGTERM.\n"
-           "  --model DIR          checkpoint directory (default: the built-in random model)\n"
+           "HTTP server for OpenAI, Anthropic and llama.cpp clients. Stops cleanly on\n"
+           "SIGINT/SIGTERM. Endpoints (the /v1 prefix is optional on each):\n"
+           "  GET  /                           chat page for a browser\n"
+           "  POST /v1/chat/completions        OpenAI Chat Completions (stream, tools)\n"
+           "  POST /v1/completions             OpenAI legacy completions\n"
+           "  POST /v1/responses               OpenAI Responses API\n"
+           "  POST /v1/messages                Anthropic Messages API\n"
+           "  POST /v1/messages/count_tokens   Anthropic token count\n"
+           "  GET  /v1/models, /v1/models/ID   served model ids and context length\n"
+           "  POST /tokenize, /detokenize      text <-> token ids\n"
+           "  GET  /props                      llama-server style settings\n"
+           "  GET  /health                     liveness (and counters, with the key)\n"
+           "  GET  /metrics                    Prometheus text (see docs/serve.md)\n"
+           "Options (llama-server / vLLM spellings in brackets):\n"
+           "  DIR, --model DIR     checkpoint directory (default: the built-in random model)\n"
+           "                       [-m DIR]\n"
            "  --served-model-name ID  model id clients send (default: the directory name);\n"
            "                       repeat for aliases (the first is reported); --name = same\n"
+           "                       [--alias, -a]\n"
            "  --host ADDR          bind address or host name (default 127.0.0.1)\n"
            "  --ctx-size N         context length per request: prompt + reply tokens (default:\n"
            "                       config.json max_position_embeddings); longer prompts get 400\n"
+           "                       [-c, --max-model-len]\n"
            "  --cors-origin ORIGIN allow browser pages from ORIGIN (repeatable, or comma-\n"
            "                       separated; '*' = any). Default: no cross-origin access\n"
            "  --port N             TCP port (default 8000; 0 = any free port, printed)\n"
@@ -40,6 +55,7 @@ static void serve_usage(FILE *f) {
            "                       done in time gets 504, a generation is cut (default 600)\n"
            "  --shutdown-grace SEC in-flight requests get this long on shutdown (default 10)\n"
            "  --parallel N         requests holding a sequence at once (default 64); more wait\n"
+           "                       [-np, --max-num-seqs]\n"
            "  --max-queue N        requests waiting for a slot; more get 429 (default 256)\n"
            "  --max-batch N        sequences per batched step (default: --parallel)\n"
            "  --max-step-tokens N  tokens per batched step, decodes + prompt chunks (default 512)\n"
@@ -60,7 +76,7 @@ static void serve_usage(FILE *f) {
            "                       256 or two blocks, whichever is more, at most --cache-mb;\n"
            "                       0 = none). At K3's real size a block is ~465 MB: give\n"
            "                       4096 to keep 8 ready\n"
-           "  --threads N          OpenMP threads for the model (default: all cores)\n"
+           "  --threads N          OpenMP threads for the model (default: all cores) [-t]\n"
            "  --act-int8           int8 activations for quantized decode (AVX-512 VNNI;\n"
            "                       faster, lossy, off by default)\n"
            "  --test-mode          accept k3_test_force_tokens / k3_test_force_text request\n"
@@ -272,6 +288,35 @@ static int env_keys(model_args *m) {
     return 0;
 }
 
+/* llama-server's and vLLM's spellings of k3's own options. */
+static const char *canonical(const char *a) {
+    static const char *const alias[][2] = {
+        {"-m", "--model"},
+        {"-c", "--ctx-size"},
+        {"--max-model-len", "--ctx-size"},
+        {"-t", "--threads"},
+        {"-np", "--parallel"},
+        {"--max-num-seqs", "--parallel"},
+        {"--alias", "--served-model-name"},
+        {"-a", "--served-model-name"},
+    };
+    for (size_t i = 0; i < sizeof alias / sizeof *alias; i++)
+        if (!strcmp(a, alias[i][0])) return alias[i][1];
+    return a;
+}
+
+/* A bare argument is the model directory (`k3 serve DIR`, as `vllm serve
+ * DIR` and `llama-server MODEL`); only one, and not beside --model. */
+static int positional_model(const char *a, model_args *m) {
+    if (m->model) {
+        fprintf(stderr, "k3 serve: unexpected argument '%s' (the model is already '%s')\n", a,
+                m->model);
+        return -1;
+    }
+    m->model = a;
+    return 0;
+}
+
 int cmd_serve(int argc, char **argv) {
     serve_opts o;
     serve_opts_default(&o);
@@ -281,7 +326,11 @@ int cmd_serve(int argc, char **argv) {
             serve_usage(stdout);
             return 0;
         }
-        int took = parse_opt(argv[i], i + 1 < argc ? argv[i + 1] : NULL, &o, &m);
+        if (argv[i][0] != '-' || !argv[i][1]) {
+            if (positional_model(argv[i], &m)) return free_keys(&m), 2;
+            continue;
+        }
+        int took = parse_opt(canonical(argv[i]), i + 1 < argc ? argv[i + 1] : NULL, &o, &m);
         if (took < 0) return free_keys(&m), 2;
         i += took;
     }

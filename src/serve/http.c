@@ -24,6 +24,7 @@
 #include "base/utf8safe.h"
 #include "serve/http_internal.h"
 #include "serve/limits.h"
+#include "serve/webui.h"
 
 #define DRAIN_MAX ((size_t)64 << 20) /* oversized chunked bytes read before hanging up */
 #define TRIM_AFTER ((size_t)1 << 20) /* bodies this big are followed by malloc_trim */
@@ -212,6 +213,7 @@ static enum MHD_Result handle_completions(serve_conn *c) {
  * no API key needed. `prefix`: the path is a prefix, the rest (non-empty)
  * goes to c->rest. */
 static const serve_route ROUTES[] = {
+    {"/", SERVE_GET, 0, 1, serve_handle_webui, 0},
     {"/health", SERVE_GET, 0, 1, handle_health, 0},
     {"/metrics", SERVE_GET, 0, 0, serve_handle_metrics, 0},
     {"/props", SERVE_GET, 0, 0, serve_handle_props, 0},
@@ -435,6 +437,7 @@ static void log_request(serve_conn *c) {
         serve_metrics_generation(&c->srv->metrics, j->usage.prompt_tokens, (int)j->n_gen,
                                  j->usage.cached_tokens, ttft > 0 ? ttft / 1e3 : -1,
                                  tps > 0 ? tps : -1, dur);
+    if (j->done) serve_metrics_job(&c->srv->metrics, j);
     char cons[48] = ""; /* structured output: grammar time per generated token */
     if (j->constraint && j->n_gen > 0)
         snprintf(cons, sizeof cons, " constrain=%.1fus/tok",

@@ -4,10 +4,19 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+
+#include "base/mem.h"
 
 static const double TTFT_BOUNDS[] = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
 static const double TPS_BOUNDS[] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000};
 static const double E2E_BOUNDS[] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600};
+/* vLLM's buckets for time_per_output_token_seconds (the last ones merged) */
+static const double ITL_BOUNDS[] = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,
+                                    0.3,  0.4,   0.5,  0.75,  1.0, 2.5,  5.0};
+static const double PHASE_BOUNDS[] = {0.01, 0.05, 0.1, 0.25, 0.5, 1,   2.5,
+                                      5,    10,   30,  60,   120, 300, 600};
+#define N_OF(a) ((int)(sizeof(a) / sizeof *(a)))
 
 static void hist_init(serve_hist *h, const double *b, int n) {
     memset(h, 0, sizeof *h);
@@ -15,11 +24,16 @@ static void hist_init(serve_hist *h, const double *b, int n) {
     h->n = n;
 }
 
-static void hist_add(serve_hist *h, double v) {
+/* n observations of the value v */
+static void hist_add_n(serve_hist *h, double v, uint64_t n) {
     int i = 0;
     while (i < h->n && v > h->bounds[i]) i++;
-    h->count[i]++;
-    h->sum += v;
+    h->count[i] += n;
+    h->sum += v * (double)n;
+}
+
+static void hist_add(serve_hist *h, double v) {
+    hist_add_n(h, v, 1);
 }
 
 void serve_metrics_init(serve_metrics *m) {
@@ -28,6 +42,10 @@ void serve_metrics_init(serve_metrics *m) {
     hist_init(&m->ttft, TTFT_BOUNDS, (int)(sizeof TTFT_BOUNDS / sizeof *TTFT_BOUNDS));
     hist_init(&m->tps, TPS_BOUNDS, (int)(sizeof TPS_BOUNDS / sizeof *TPS_BOUNDS));
     hist_init(&m->e2e, E2E_BOUNDS, (int)(sizeof E2E_BOUNDS / sizeof *E2E_BOUNDS));
+    hist_init(&m->itl, ITL_BOUNDS, N_OF(ITL_BOUNDS));
+    hist_init(&m->queue, PHASE_BOUNDS, N_OF(PHASE_BOUNDS));
+    hist_init(&m->prefill, PHASE_BOUNDS, N_OF(PHASE_BOUNDS));
+    hist_init(&m->decode, PHASE_BOUNDS, N_OF(PHASE_BOUNDS));
 }
 
 void serve_metrics_free(serve_metrics *m) {
@@ -58,6 +76,37 @@ void serve_metrics_generation(serve_metrics *m, int prompt, int completion, int 
     if (ttft_s >= 0) hist_add(&m->ttft, ttft_s);
     if (tps >= 0) hist_add(&m->tps, tps);
     if (e2e_s >= 0) hist_add(&m->e2e, e2e_s);
+    pthread_mutex_unlock(&m->mu);
+}
+
+static void count_finish(serve_metrics *m, const char *reason) {
+    int i = 0;
+    for (; i < SERVE_METRICS_REASONS - 1 && m->finish[i].n; i++)
+        if (!strcmp(m->finish[i].reason, reason)) break;
+    if (!m->finish[i].n)
+        snprintf(m->finish[i].reason, sizeof m->finish[i].reason, "%s",
+                 i == SERVE_METRICS_REASONS - 1 ? "other" : reason);
+    m->finish[i].n++;
+}
+
+/* b - a when both happened in order, else -1 (no sample) */
+static double span(double a, double b) {
+    return a > 0 && b >= a ? b - a : -1;
+}
+
+void serve_metrics_job(serve_metrics *m, const serve_job *j) {
+    double queue = span(j->t_submit, j->t_start);
+    double prefill = span(j->t_start, j->t_first_token);
+    double decode = span(j->t_first_token, j->t_done);
+    pthread_mutex_lock(&m->mu);
+    if (queue >= 0) hist_add(&m->queue, queue);
+    if (prefill >= 0) hist_add(&m->prefill, prefill);
+    if (decode >= 0) hist_add(&m->decode, decode);
+    /* per-token gaps are not kept: each of the n-1 gaps counts as their mean,
+     * so _sum and _count are exact and the buckets are per request */
+    if (decode >= 0 && j->n_gen > 1)
+        hist_add_n(&m->itl, decode / (double)(j->n_gen - 1), (uint64_t)(j->n_gen - 1));
+    count_finish(m, j->finish_reason ? j->finish_reason : "unknown");
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -116,6 +165,53 @@ static void label_escape(char *out, size_t cap, const char *s) {
     out[j] = 0;
 }
 
+/* Under m->mu: the phase histograms and the finish reasons. */
+static void phases(k3_buf *o, const serve_metrics *m, const char *model) {
+    hist(o, "k3_request_queue_time_seconds", "Time from submission to leaving the queue.", model,
+         &m->queue);
+    hist(o, "k3_request_prefill_time_seconds", "Time from leaving the queue to the first token.",
+         model, &m->prefill);
+    hist(o, "k3_request_decode_time_seconds", "Time from the first token to the last.", model,
+         &m->decode);
+    hist(o, "k3_inter_token_latency_seconds",
+         "Gap between generated tokens (a request's mean gap, once per gap).", model, &m->itl);
+    meta(o, "k3_request_finish_total", "counter", "Finished generations, by finish reason.");
+    for (int i = 0; i < SERVE_METRICS_REASONS && m->finish[i].n; i++) {
+        char reason[64];
+        label_escape(reason, sizeof reason, m->finish[i].reason);
+        line(o, "k3_request_finish_total{model=\"%s\",finished_reason=\"%s\"} %llu\n", model,
+             reason, (unsigned long long)m->finish[i].n);
+    }
+}
+
+/* Sequence state and prompt-cache memory, in use against their budgets. */
+static void memory(k3_buf *o, const serve_sched_stats *st, const char *model) {
+    gauge(o, "k3_state_block_bytes", "Bytes of one sequence's recurrent state block.", model,
+          (double)st->state_block_bytes);
+    gauge(o, "k3_state_bytes_in_use", "Recurrent state of the sequences generating now.", model,
+          (double)st->state_block_bytes * st->active);
+    gauge(o, "k3_state_blocks_kept", "State blocks kept ready while idle (--state-reserve-mb).",
+          model, st->states_kept);
+    gauge(o, "k3_prefix_cache_budget_bytes", "Prompt-cache budget (--cache-mb).", model,
+          (double)st->cache_budget);
+    gauge(o, "k3_prefix_cache_usage_ratio", "Prompt-cache bytes held over the budget (0..1).",
+          model, st->cache_budget ? (double)st->cache_bytes / (double)st->cache_budget : 0);
+}
+
+/* The standard process_* series (no labels, as every Prometheus client
+ * library writes them). */
+static void process(k3_buf *o) {
+    struct rusage ru;
+    double cpu = 0;
+    if (!getrusage(RUSAGE_SELF, &ru))
+        cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+              (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+    meta(o, "process_cpu_seconds_total", "counter", "User and system CPU time spent in seconds.");
+    line(o, "process_cpu_seconds_total %.6f\n", cpu);
+    meta(o, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+    line(o, "process_resident_memory_bytes %llu\n", (unsigned long long)k3_current_rss());
+}
+
 void serve_metrics_text(serve_metrics *m, const serve_sched_stats *st, const char *model_name,
                         k3_buf *o) {
     char model[256];
@@ -137,6 +233,7 @@ void serve_metrics_text(serve_metrics *m, const serve_sched_stats *st, const cha
          &m->tps);
     hist(o, "k3_request_duration_seconds", "End-to-end time of generation requests.", model,
          &m->e2e);
+    phases(o, m, model);
     pthread_mutex_unlock(&m->mu);
     gauge(o, "k3_requests_running", "Requests generating now.", model, st->active);
     gauge(o, "k3_requests_waiting", "Requests queued for a generation slot.", model, st->queued);
@@ -164,4 +261,6 @@ void serve_metrics_text(serve_metrics *m, const serve_sched_stats *st, const cha
           st->max_step_sequences);
     counter(o, "k3_queue_rejected_total", "Requests refused with 429 because the queue was full.",
             model, st->rejected_queue);
+    memory(o, st, model);
+    process(o);
 }

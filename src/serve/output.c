@@ -11,6 +11,7 @@
 #include "serve/engine.h"
 #include "text/channels.h"
 #include "text/tokenizer.h"
+#include "text/toolcall.h"
 
 /* Tool calls are structure only when the request declared tools and did
  * not say tool_choice "none" (channels.h: otherwise a tools section the
@@ -95,6 +96,27 @@ static int text_out(serve_output *o, int reasoning, const char *s, size_t n, k3_
     return hit;
 }
 
+/* A tools section left open by max_tokens. A call that only lacks its
+ * closing tag is whole: reported as a call. One cut earlier is reported as
+ * the last tool call, with `arguments` the JSON of the arguments that closed
+ * without its final '}' (unparseable, as OpenAI's cut arguments are), and the
+ * finish reason stays "length": never dropped, never run as if whole. */
+static void on_cut_section(serve_output *o, const k3_chan_event *e, k3_buf *out) {
+    k3_tool_call c;
+    int rc = k3_toolcall_cut(&o->engine->xtml, e->text, e->len, &c);
+    if (!rc) return;
+    char *args = k3_toolcall_arguments_json(&c);
+    if (rc == K3_CALL_CUT) {
+        args[strlen(args) - 1] = 0; /* drop the closing brace */
+        o->cut_call = 1;
+    }
+    release_held(o, out);
+    put_chunk(o, serve_resp_tool_call(&o->resp, c.name, args), out);
+    o->n_tool_calls++;
+    free(args);
+    k3_tool_call_free(&c);
+}
+
 static void on_events(serve_output *o, const k3_chan_event *ev, size_t n, k3_buf *out) {
     for (size_t i = 0; i < n && !o->stopped; i++) {
         const k3_chan_event *e = &ev[i];
@@ -104,6 +126,8 @@ static void on_events(serve_output *o, const k3_chan_event *ev, size_t n, k3_buf
             release_held(o, out);
             put_chunk(o, serve_resp_tool_call(&o->resp, e->name, e->arguments), out);
             o->n_tool_calls++;
+        } else if (e->kind == K3_EV_TOOLS_END && o->cut_by_limit) {
+            on_cut_section(o, e, out);
         }
     }
 }
@@ -136,6 +160,7 @@ const char *serve_output_end(serve_output *o, const char *finish_reason, const s
             const k3_chan_event *ev = k3_chan_push(o->channels, t, len, &n);
             on_events(o, ev, n, out);
             if (!o->stopped) {
+                o->cut_by_limit = !strcmp(finish_reason, "length");
                 ev = k3_chan_finish(o->channels, &n);
                 on_events(o, ev, n, out);
             }
@@ -145,7 +170,9 @@ const char *serve_output_end(serve_output *o, const char *finish_reason, const s
         if (!o->stopped) release_held(o, out);
     }
     const char *fin = finish_reason;
-    if (!strcmp(fin, "stop") && o->n_tool_calls) fin = "tool_calls";
+    /* whole calls are to be run, also when the limit cut what followed them */
+    if ((!strcmp(fin, "stop") || !strcmp(fin, "length")) && o->n_tool_calls && !o->cut_call)
+        fin = "tool_calls";
     if (o->stream) {
         k3_buf_puts_free(out, serve_resp_finish_chunk(&o->resp, fin));
         if (o->include_usage) k3_buf_puts_free(out, serve_resp_usage_chunk(&o->resp, u));

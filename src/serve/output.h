@@ -40,6 +40,9 @@ typedef struct {
     int held_reasoning;         /* the channel of the text the stopper holds */
     int stopped;                /* a stop string matched: nothing more is emitted */
     int n_tool_calls;
+    int cut_by_limit; /* the generation ended at max_tokens: a tools section it
+                         leaves open may end inside a call */
+    int cut_call;     /* a call cut short was reported (finish stays "length") */
 } serve_output;
 
 /* prompt: the request's prompt ids (decides whether generation starts in

@@ -233,6 +233,7 @@ static void set_marks(serve_sched *s, serve_job *j, int64_t matched) {
  * brings the prompt's last logits: the job decodes at once. */
 static int job_start(serve_sched *s, serve_job *j, k3_buf *b) {
     int64_t matched = 0;
+    j->t_start = k3_now();
     j->logits = k3_alloc(sizeof(float) * (size_t)s->eng->vocab);
     if (!j->logits) return k3_seterr("out of memory");
     j->sampler = make_sampler(&j->req, s->eng->vocab);
@@ -747,6 +748,7 @@ serve_sched_stats serve_sched_get_stats(serve_sched *s) {
     st.cache_bytes = c.bytes;
     st.cache_budget = c.budget;
     st.states_kept = k3_model_state_kept(s->eng->model);
+    st.state_block_bytes = k3_model_state_bytes(s->eng->model);
     return st;
 }
 

@@ -56,7 +56,7 @@ typedef struct serve_job {
     int status; /* HTTP status (200, or 500 if the engine failed) */
     serve_usage usage;
     int64_t n_prefilled; /* prompt tokens actually fed through the model */
-    double t_submit, t_first_token, t_done;
+    double t_submit, t_start, t_first_token, t_done; /* t_start: left the queue */
     const char *finish_reason;
     char error[256];
 
@@ -113,7 +113,8 @@ typedef struct {
     int cache_scopes;         /* key + salt scopes holding snapshots */
     int cache_entries;
     size_t cache_bytes, cache_budget;
-    int states_kept; /* sequence state blocks ready (the reserve and freed ones) */
+    int states_kept;          /* sequence state blocks ready (the reserve and freed ones) */
+    size_t state_block_bytes; /* one sequence state block (k3_model_state_bytes) */
 } serve_sched_stats;
 
 struct serve_engine;

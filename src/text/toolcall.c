@@ -219,6 +219,93 @@ int k3_toolcall_next(const k3_xtml *x, const char *s, size_t n, size_t *pos, k3_
     return parse_call(x, s, &cb, call);
 }
 
+/* ---- a call cut by the token limit ---------------------------------------- */
+
+/* Spelled text back in token form: each control spelling of x becomes its
+ * control byte. */
+static void token_form(const k3_xtml *x, const char *s, size_t n, k3_buf *out) {
+    for (size_t i = 0; i < n;) {
+        int c = 0;
+        for (; c < K3_XC_COUNT; c++) {
+            size_t l = x->ctrl_len[c];
+            if (l && l <= n - i && !memcmp(s + i, x->ctrl[c], l)) break;
+        }
+        if (c < K3_XC_COUNT) {
+            char b = (char)K3_XTML_CTRL_BYTE(c);
+            k3_buf_put(out, &b, 1);
+            i += x->ctrl_len[c];
+        } else {
+            k3_buf_put(out, s + i, 1);
+            i++;
+        }
+    }
+}
+
+/* Argument (or json) blocks that closed in s[lo..n) into args; returns where
+ * the last one ended (lo if none). */
+static size_t closed_arguments(const k3_xtml *x, const char *s, size_t lo, size_t n, json_t *args) {
+    block b;
+    if (find_block(x, K3_XT_JSON, s, n, lo, &b)) {
+        json_t *j = parse_json_block(x, s, &b);
+        if (j) json_object_update(args, j);
+        json_decref(j);
+        return b.end;
+    }
+    while (find_block(x, K3_XT_ARGUMENT, s, n, lo, &b)) {
+        json_t *attrs = parse_attrs(x, s + b.attrs, b.attrs_end - b.attrs);
+        const json_t *key = json_object_get(attrs, "key");
+        const char *type = json_string_value(json_object_get(attrs, "type"));
+        if (key)
+            set_key(args, json_string_value(key), json_string_length(key),
+                    argument_value(x, type ? type : "string", s + b.body, b.body_end - b.body));
+        json_decref(attrs);
+        lo = b.end;
+    }
+    return lo;
+}
+
+/* s[from..n), after blanks, is a non-empty proper prefix of the closing tag
+ * <|close|>call<|sep|> in token form. */
+static int closing_begun(const char *s, size_t from, size_t n) {
+    char close[16];
+    int cl = snprintf(close, sizeof close, "%c%s%c", K3_XTML_CTRL_BYTE(K3_XC_CLOSE),
+                      k3_xtml_tag_name(K3_XT_CALL), K3_XTML_CTRL_BYTE(K3_XC_SEP));
+    while (from < n && strchr(" \t\r\n", s[from])) from++;
+    return from < n && n - from < (size_t)cl && !memcmp(s + from, close, n - from);
+}
+
+static int cut_call(const k3_xtml *x, const char *s, size_t n, k3_tool_call *call) {
+    size_t pos = 0;
+    k3_tool_call whole;
+    for (int rc; (rc = k3_toolcall_next(x, s, n, &pos, &whole)) >= 0;)
+        if (rc == 1) k3_tool_call_free(&whole);
+    char open[16];
+    int ol = snprintf(open, sizeof open, "%c%s", K3_XTML_CTRL_BYTE(K3_XC_OPEN),
+                      k3_xtml_tag_name(K3_XT_CALL));
+    const char *o = find(s, n, pos, open, (size_t)ol);
+    if (!o) return 0;
+    size_t attrs = (size_t)(o - s) + (size_t)ol;
+    const char sep_s = (char)K3_XTML_CTRL_BYTE(K3_XC_SEP);
+    const char *sep = find(s, n, attrs, &sep_s, 1);
+    json_t *a = parse_attrs(x, s + attrs, (sep ? (size_t)(sep - s) : n) - attrs);
+    const char *name = sep ? attr(a, "tool") : NULL; /* an attribute cut short is no name */
+    call->name = k3_xstrdup(name ? name : "");
+    json_decref(a);
+    call->arguments = json_object();
+    if (!sep) return K3_CALL_CUT;
+    size_t end = closed_arguments(x, s, (size_t)(sep - s) + 1, n, call->arguments);
+    return *call->name && closing_begun(s, end, n) ? K3_CALL_UNCLOSED : K3_CALL_CUT;
+}
+
+int k3_toolcall_cut(const k3_xtml *x, const char *spelled, size_t n, k3_tool_call *call) {
+    memset(call, 0, sizeof *call);
+    k3_buf s = {0};
+    token_form(x, spelled, n, &s);
+    int rc = cut_call(x, s.s ? s.s : "", s.n, call);
+    free(s.s);
+    return rc;
+}
+
 static void calls_push(k3_tool_calls *c, k3_tool_call v) {
     if (c->n == c->cap) {
         c->cap = c->cap ? 2 * c->cap : 4;

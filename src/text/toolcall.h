@@ -49,6 +49,17 @@ int k3_toolcall_parse(const k3_xtml *x, const char *s, size_t n, k3_tool_calls *
  * it); -1 when no complete block follows yet (*pos unchanged). */
 int k3_toolcall_next(const k3_xtml *x, const char *s, size_t n, size_t *pos, k3_tool_call *call);
 
+/* A tools section cut by the token limit, as spelled text (the channel
+ * parser's K3_EV_TOOLS_END text; the control spellings are read back as
+ * control tokens, so text in the cut call that spells one counts as one):
+ * the call it ends inside, after its complete ones. Returns 0 when it ends
+ * inside no call; K3_CALL_CUT with *call holding the call's tool name ("" if
+ * that was cut too) and the arguments whose blocks closed; K3_CALL_UNCLOSED
+ * when only the call's closing tag was cut (it had begun: the call is
+ * whole). The caller frees *call when nonzero. */
+enum { K3_CALL_CUT = 1, K3_CALL_UNCLOSED = 2 };
+int k3_toolcall_cut(const k3_xtml *x, const char *spelled, size_t n, k3_tool_call *call);
+
 /* function.arguments for the API: json.dumps(arguments, ensure_ascii=False)
  * (", " / ": " separators, keys in parse order). malloc'd. */
 char *k3_toolcall_arguments_json(const k3_tool_call *c);
