@@ -1,12 +1,16 @@
-/* cpu.h — which kernel family k3_matvec / k3_matmul use, and CPU feature detection.
+/* runtime.h — the kernels' run-time state: CPU feature detection, which
+ * kernel family k3_matvec / k3_matmul use, the int8-activation switch, and
+ * the per-thread serial flag. A leaf: every kernel file and the dispatcher
+ * (matmul.c) read it, and it calls nothing else in kernels/, so no kernel
+ * calls back up into the dispatcher.
  *
  * The fast kernels need AVX2 + FMA + F16C; they are chosen at run time with
  * __builtin_cpu_supports so one binary runs everywhere, falling back to the
  * scalar reference. Tests and benchmarks force a family with
  * k3_kernels_set_mode() or the environment variable K3_KERNELS=ref|avx2
  * (avx2 = no AVX-512 even where the CPU has it). */
-#ifndef K3_KERNELS_CPU_H
-#define K3_KERNELS_CPU_H
+#ifndef K3_KERNELS_RUNTIME_H
+#define K3_KERNELS_RUNTIME_H
 
 typedef enum {
     K3_KERNELS_AUTO = 0, /* best available (the default) */
@@ -17,6 +21,8 @@ typedef enum {
 
 /* 1 if this CPU runs the AVX2+FMA+F16C kernels. */
 int k3_cpu_has_avx2(void);
+/* 1 if the CPU runs the AVX-512 kernels (F + BW + VL, plus AVX2/FMA/F16C). */
+int k3_cpu_has_avx512(void);
 /* F16C (half-float conversions), read from CPUID: clang's __builtin_cpu_supports does not know it.
  */
 int k3_cpu_has_f16c(void);
@@ -32,5 +38,20 @@ void k3_kernels_set_mode(k3_kernels_mode m);
 k3_kernels_mode k3_kernels_active(void);
 /* "ref", "avx2" or "avx512", for messages and bench output. */
 const char *k3_kernels_name(void);
+
+/* The opt-in int8-activation decode path (matvec_i8.h): on (1) or off (0)
+ * for later products; -1 re-reads K3_ACT ("int8" turns it on). */
+void k3_act_int8_set(int on);
+/* 1 if the path is on. */
+int k3_act_int8(void);
+
+/* 1 when the kernels must not open an OpenMP region on this thread: inside a
+ * k3_*_serial call (matmul.h), already inside a parallel region, or when only
+ * one thread would run. */
+int k3_kernels_serial(void);
+/* Bracket a serial entry: between enter and leave, k3_kernels_serial() is 1
+ * on this thread (nestable). */
+void k3_kernels_serial_enter(void);
+void k3_kernels_serial_leave(void);
 
 #endif
