@@ -7,7 +7,7 @@
 #
 # Sources are found by wildcard: every src/**/*.c outside src/cli/ goes into
 # libk3.a, src/cli/*.c make the k3 executable, each tests/test_*.c is its own
-# test program and each fuzz/fuzz_*.c a fuzz target.
+# test program (linked with tests/helpers.c) and each fuzz/fuzz_*.c a fuzz target.
 
 BUILD ?= build
 CC ?= cc
@@ -61,9 +61,10 @@ $(BUILD)/libk3.a: $(LIB_OBJ)
 $(BUILD)/k3: $(CLI_OBJ) $(BUILD)/libk3.a
 	$(CC) $(ALL_CFLAGS) $(CLI_OBJ) $(BUILD)/libk3.a $(LDLIBS) -o $@
 
-$(BUILD)/tests/%: tests/%.c $(BUILD)/libk3.a tests/t.h
+# Each test program is its own file plus the shared helpers (tests/helpers.h).
+$(BUILD)/tests/%: tests/%.c tests/helpers.c $(BUILD)/libk3.a tests/t.h tests/helpers.h
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $< $(BUILD)/libk3.a $(LDLIBS) -o $@
+	$(CC) $(ALL_CFLAGS) $< tests/helpers.c $(BUILD)/libk3.a $(LDLIBS) -o $@
 
 # libFuzzer targets: clang, instrumented library sources compiled in.
 # Without -fopenmp: the pragmas are ignored (fuzzing runs single-threaded) and

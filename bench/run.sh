@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# run.sh — the standard k3 benchmark table, written to bench/RESULTS.md.
+# run.sh — the standard k3 benchmark table of the bench preset, printed and
+# written to $OUT (default $WORK/table.md); paste it under "New results" in
+# bench/RESULTS.md, which holds only the current tables.
 #
 # Builds the bench preset (../shared/bench/k3-bench-config.json, ~267M
 # parameters) in five formats — bf16, bf16 with MXFP4 routed experts, and
@@ -30,7 +32,7 @@ CFG=${CFG:-../shared/bench/k3-bench-config.json}
 RUNS=${RUNS:-5}
 ROUNDS=${ROUNDS:-3}
 THREADS=${THREADS:-1 2}
-OUT=${OUT:-bench/RESULTS.md}
+OUT=${OUT:-$WORK/table.md}
 mkdir -p "$WORK"
 
 make_models() {
@@ -101,7 +103,7 @@ for key in $(cut -d'|' -f1,2 "$JS" | awk '!seen[$0]++' | tr ' ' '~'); do
     rows+="$(mib "$(med "$k" peak_rss_bytes %.0f)") | $(med "$k" load_s %.3f) |"$'\n'
 done
 {
-    echo "# k3 benchmark results"
+    echo "## The bench preset, bench/run.sh"
     echo
     echo "Commit \`$commit\`, $(date -u '+%Y-%m-%d %H:%M UTC'), $cpu, $(nproc) cores, kernels $isa (avx512 = the AVX-512 prefill tile and MXFP4 / affine matvecs (affine 3/5/6-bit where the CPU has VBMI), AVX2 elsewhere)."
     echo "Model: bench preset (\`$CFG\`), prompt 64 tokens, 32 decoded tokens. Each \`k3 bench\` run reports"
@@ -111,7 +113,7 @@ done
     echo "OMP_WAIT_POLICY=$OMP_WAIT_POLICY; load average before: $load0, after: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "(other jobs were sharing the machine when the load average is well above the thread count)."
     echo "Rows \"act-int8\": \`--act-int8\` (int8 activations with VNNI integer dots in quantized decode;"
-    echo "lossy, opt-in; prefill is unchanged). See docs/performance.md, \"int8 activations (opt-in)\"."
+    echo "lossy, opt-in; prefill is unchanged). See docs/performance.md, \"int8 activations (opt-in, lossy)\"."
     echo
     echo "| format | threads | prefill tok/s | decode tok/s | MiB/token | GB/s | roofline tok/s | ratio | peak RSS MiB | load s |"
     echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"

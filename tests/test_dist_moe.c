@@ -19,6 +19,7 @@
  *     logits comparison by far.
  * It also reports how little a wrong A_log slice moves the logits (why
  * test_dist_slices checks slices structurally). */
+#include "helpers.h"
 #include "t.h"
 
 #include <omp.h>
@@ -32,12 +33,11 @@
 
 #define FX "tests/fixtures/tp4-moe"
 
+/* Exactly n floats from path, or NULL. */
 static float *read_floats(const char *path, int64_t n) {
-    FILE *f = fopen(path, "rb");
-    float *v = calloc((size_t)n, sizeof(float));
-    size_t got = f ? fread(v, sizeof(float), (size_t)n, f) : 0;
-    if (f) fclose(f);
-    if ((int64_t)got != n) {
+    int64_t got = 0;
+    float *v = t_read_floats(path, &got);
+    if (v && got != n) {
         free(v);
         return NULL;
     }
@@ -146,15 +146,6 @@ static void tp_free(tp_run *run) {
     k3_local_group_free(run->g);
 }
 
-static double max_diff(const float *a, const float *b, int64_t n) {
-    double d = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double e = fabs((double)a[i] - b[i]);
-        if (!(e <= d)) d = e; /* NaN propagates */
-    }
-    return d;
-}
-
 /* y[t] = W x[t] for a [rows, cols] view (test-side scalar reference). */
 static void apply(const k3_wmat *W, const float *x, int64_t T, float *y) {
     float *row = malloc(sizeof(float) * (size_t)W->cols);
@@ -228,7 +219,7 @@ static void moe_reduction(int N) {
           "latent sum rms %.3g < 100 sqrt(eps): the fixture lost its power", min_sum_rms);
     CHECK(min_part_rms >= 100 * sqrt(eps), "per-rank partial rms %.3g < 100 sqrt(eps)",
           min_part_rms);
-    double ylat_err = max_diff(ysum, ylat_ref, T * X);
+    double ylat_err = t_max_diff(ysum, ylat_ref, T * X);
     CHECK(ylat_err < 1e-4, "sum of partials vs oracle latent sum: %.3g", ylat_err);
 
     /* right order: up(norm(sum y_r)) + sum shared_r; wrong: up(sum norm(y_r)) + sum shared_r */
@@ -244,7 +235,8 @@ static void moe_reduction(int N) {
     }
     apply(&w->lat_up, acc, T, wrong);
     for (int64_t i = 0; i < T * D; i++) right[i] += shsum[i], wrong[i] += shsum[i];
-    double err_right = max_diff(right, out_ref, T * D), err_wrong = max_diff(wrong, out_ref, T * D);
+    double err_right = t_max_diff(right, out_ref, T * D),
+           err_wrong = t_max_diff(wrong, out_ref, T * D);
     printf("  TP%d: latent sum rms >= %.3f (%.0fx sqrt(eps)), partial rms >= %.3f; MoE output vs "
            "oracle: "
            "reduce-then-norm %.3g, norm-then-reduce %.3g (ratio %.3g)\n",
@@ -259,8 +251,8 @@ static void moe_reduction(int N) {
     float *one = single_process_logits(V);
     CHECK(one != NULL, "%s", k3_errmsg());
     for (int r = 0; one && r < N; r++) {
-        double d1 = max_diff(run.logits[r], one, T * V),
-               d0 = max_diff(run.logits[r], oracle, T * V);
+        double d1 = t_max_diff(run.logits[r], one, T * V),
+               d0 = t_max_diff(run.logits[r], oracle, T * V);
         CHECK(d1 == 0, "TP%d rank %d vs one process: max diff %.3g", N, r, d1);
         CHECK(d0 < 1e-4, "TP%d rank %d vs oracle: max diff %.3g", N, r, d0);
         if (r == 0) printf("  TP%d logits: vs one process %.3g, vs oracle %.3g\n", N, d1, d0);
@@ -285,7 +277,7 @@ TEST(negative_control_norm_before_reduce) {
     for (int N = 2; N <= 4; N *= 2) {
         tp_run run;
         CHECK(tp_forward(&run, N, 1, 0) == 0, "%s", k3_errmsg());
-        double d = oracle && run.logits[0] ? max_diff(run.logits[0], oracle, g_T * V) : 0;
+        double d = oracle && run.logits[0] ? t_max_diff(run.logits[0], oracle, g_T * V) : 0;
         printf("  TP%d with norm before reduce: logits vs oracle max diff %.3g\n", N, d);
         CHECK(d > 1e-2, "norm-before-reduce must break the logits (diff %.3g)", d);
         tp_free(&run);
@@ -300,7 +292,7 @@ TEST(wrong_alog_slice_effect) {
     tp_run run;
     CHECK(one && tp_forward(&run, 4, 0, 1) == 0, "%s", k3_errmsg());
     if (!one) return;
-    double d = max_diff(run.logits[0], one, g_T * V);
+    double d = t_max_diff(run.logits[0], one, g_T * V);
     printf("  TP4 with A_log heads 0.. on every rank: logits move by %.3g (structural checks catch "
            "it)\n",
            d);

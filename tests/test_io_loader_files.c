@@ -3,6 +3,7 @@
  * cap, model paths with glob characters, eos_token_id as a list, layer lists
  * that contradict each other, rms_norm_eps, quantization_config, and a shard
  * truncated while mapped (a message naming the file, not a bare SIGBUS). */
+#include "helpers.h"
 #include "t.h"
 
 #include "base/err.h"
@@ -22,13 +23,6 @@ static void path_in(char *out, size_t cap, const char *name) {
     snprintf(out, cap, "%s/%s", tmpdir, name);
 }
 
-static void write_file(const char *path, const void *data, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return;
-    fwrite(data, 1, n, f);
-    fclose(f);
-}
-
 /* A valid one-tensor shard: F32 [n]. */
 static void write_shard(const char *path, int n) {
     char hdr[256];
@@ -40,7 +34,7 @@ static void write_shard(const char *path, int n) {
     unsigned char *buf = calloc(1, total);
     for (int i = 0; i < 8; i++) buf[i] = (unsigned char)((uint64_t)hl >> (8 * i));
     memcpy(buf + 8, hdr, (size_t)hl);
-    write_file(path, buf, total);
+    t_write_file(path, buf, total);
     free(buf);
 }
 
@@ -61,7 +55,7 @@ TEST(fifo_and_device_refused) {
 TEST(json_size_capped) {
     char p[512];
     path_in(p, sizeof p, "big.json");
-    write_file(p, "{}      ", 8);
+    t_write_file(p, "{}      ", 8);
     CHECK(truncate(p, 5 << 20) == 0);
     size_t len;
     char *t = k3_read_regular_file(p, 4 << 20, &len);

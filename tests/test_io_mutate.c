@@ -5,6 +5,7 @@
 #include "base/err.h"
 #include "base/mem.h"
 #include "k3.h"
+#include "helpers.h"
 #include "t.h"
 
 #include <sys/stat.h>
@@ -18,11 +19,7 @@ static size_t g_st_len, g_cfg_len, g_hdr_end;
 static void write_file(const char *name, const char *buf, size_t len) {
     char p[512];
     snprintf(p, sizeof p, "%s/%s", g_dir, name);
-    FILE *f = fopen(p, "wb");
-    if (f) {
-        fwrite(buf, 1, len, f);
-        fclose(f);
-    }
+    t_write_file(p, buf, len);
 }
 
 /* Load the variant; if it loads, one forward pass of 3 tokens must work. */

@@ -20,7 +20,7 @@
 #include "kernels/matvec_i8.h"
 #include "quant/dtype.h"
 #include "colblocks_check.h"
-#include "owned_mat.h"
+#include "helpers.h"
 #include "t.h"
 
 #include <omp.h>

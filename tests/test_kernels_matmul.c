@@ -17,7 +17,7 @@
 #include "kernels/matmul.h"
 #include "quant/dtype.h"
 #include "colblocks_check.h"
-#include "owned_mat.h"
+#include "helpers.h"
 #include "t.h"
 
 #include <omp.h>

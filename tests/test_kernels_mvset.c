@@ -11,7 +11,7 @@
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
 #include "kernels/mvset.h"
-#include "owned_mat.h"
+#include "helpers.h"
 #include "t.h"
 
 #include <omp.h>

@@ -16,7 +16,7 @@
 #include "kernels/matmul.h"
 #include "kernels/matvec_i8.h"
 #include "kernels/scratch.h"
-#include "owned_mat.h"
+#include "helpers.h"
 #include "t.h"
 
 #include <stdint.h>

@@ -8,6 +8,7 @@
  * that the two MLA paths agree. Through the CLI ($K3 logits): prefill, decode and
  * chunked:5, checking the output file byte layout too. */
 #include "k3.h"
+#include "helpers.h"
 #include "t.h"
 
 #include <dirent.h>
@@ -23,18 +24,6 @@ static int64_t g_T;
 static float *g_ref;
 static int64_t g_V;
 static char g_mode[64];
-
-static float *read_floats(const char *path, int64_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    float *p = malloc((size_t)len + 4);
-    *n = (int64_t)fread(p, 1, (size_t)len, f) / 4;
-    fclose(f);
-    return p;
-}
 
 static int read_tokens(const char *dir) {
     char path[1024];
@@ -121,7 +110,7 @@ static void cli_mode(const char *mode) {
     int rc = system(cmd);
     CHECK(rc == 0, "%s exited with %d", cmd, rc);
     int64_t n = 0;
-    float *got = read_floats(out, &n);
+    float *got = t_read_floats(out, &n);
     CHECK(got && n == g_T * g_V, "%s: %lld floats, expected %lld", out, (long long)n,
           (long long)(g_T * g_V));
     if (got && n == g_T * g_V) compare(got, g_mode);
@@ -148,7 +137,7 @@ static void run_fixture(const char *dir) {
     snprintf(path, sizeof path, "%s/expected/logits.f32", dir);
     int64_t n = 0;
     g_dir = dir;
-    if (read_tokens(dir) || !(g_ref = read_floats(path, &n))) return; /* not a logits fixture */
+    if (read_tokens(dir) || !(g_ref = t_read_floats(path, &n))) return; /* not a logits fixture */
     g_V = fixture_vocab(n);
     static const struct {
         const char *mode;

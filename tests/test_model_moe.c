@@ -17,6 +17,7 @@
 #include "model/rowpar.h"
 #include "gen/synth.h"
 #include "quant/dtype.h"
+#include "helpers.h"
 #include "t.h"
 
 #include <jansson.h>
@@ -31,66 +32,6 @@ static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
 static double rnd(void) { /* uniform in [-1, 1) */
     g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
     return (double)(g_rng >> 11) / (double)(1ull << 52) - 1.0;
-}
-
-typedef struct {
-    k3_wmat w;
-    uint8_t *data, *scales, *biases;
-} owned_mat;
-
-/* A random [R, K] matrix: f32 / bf16 values, or random codes with scales. */
-static owned_mat make_mat(k3_wfmt fmt, int64_t R, int64_t K, int bits, int group) {
-    owned_mat m = {0};
-    m.w.fmt = fmt;
-    m.w.rows = R;
-    m.w.cols = K;
-    m.w.bits = bits;
-    m.w.group = group;
-    m.w.scale_fmt = K3_W_F32;
-    size_t rb = fmt == K3_W_MXFP4    ? (size_t)K / 2
-                : fmt == K3_W_AFFINE ? (size_t)K * (size_t)bits / 8
-                : fmt == K3_W_F32    ? (size_t)K * 4
-                                     : (size_t)K * 2;
-    m.w.row_stride = rb + 3;
-    m.data = malloc(m.w.row_stride * (size_t)R);
-    for (size_t i = 0; i < m.w.row_stride * (size_t)R; i++) m.data[i] = (uint8_t)(rnd() * 127);
-    for (int64_t r = 0; fmt <= K3_W_BF16 && r < R; r++)
-        for (int64_t c = 0; c < K; c++) {
-            float v = (float)rnd();
-            uint8_t *p = m.data + r * m.w.row_stride;
-            if (fmt == K3_W_F32) {
-                memcpy(p + 4 * c, &v, 4);
-            } else {
-                uint16_t h = fmt == K3_W_F16 ? k3_f32_to_f16(v) : k3_f32_to_bf16(v);
-                memcpy(p + 2 * c, &h, 2);
-            }
-        }
-    m.w.data = m.data;
-    if (fmt == K3_W_MXFP4 || fmt == K3_W_AFFINE) {
-        int64_t ng = K / group;
-        size_t es = fmt == K3_W_MXFP4 ? 1 : 4;
-        m.w.scale_stride = m.w.bias_stride = (size_t)ng * es;
-        m.scales = malloc(m.w.scale_stride * (size_t)R);
-        m.biases = malloc(m.w.bias_stride * (size_t)R);
-        for (int64_t i = 0; i < ng * R; i++) {
-            if (fmt == K3_W_MXFP4) {
-                m.scales[i] = (uint8_t)(124 + (int)(2 + 2 * rnd()));
-            } else {
-                float s = (float)(0.02 + 0.01 * rnd()), b = (float)(0.3 * rnd());
-                memcpy(m.scales + 4 * i, &s, 4);
-                memcpy(m.biases + 4 * i, &b, 4);
-            }
-        }
-        m.w.scales = m.scales;
-        m.w.biases = fmt == K3_W_AFFINE ? m.biases : NULL;
-    }
-    return m;
-}
-
-static void free_mat(owned_mat *m) {
-    free(m->data);
-    free(m->scales);
-    free(m->biases);
 }
 
 /* The composition k3_rowpar_matmul replaces: a k3_matmul per column block
@@ -121,7 +62,7 @@ typedef struct {
  * rank's slice: K columns, 8/tp blocks), against the sliced composition,
  * bitwise, at 1 and 2 threads. */
 static void check_rowpar(k3_model *m, fmt_case f, int64_t R, int64_t K, int64_t T, int tp) {
-    owned_mat w = make_mat(f.fmt, R, K, f.bits, f.group);
+    owned_mat w = make_mat(f.fmt, R, K, f.bits, f.group, K3_W_F32);
     m->tp_size = tp;
     int nb = k3_rowpar_local_blocks(m, &w.w);
     CHECK(nb == 8 / tp, "%d blocks", nb);
@@ -314,8 +255,9 @@ TEST(mlp_one_token_bitwise) {
     const k3_wfmt fmts[] = {K3_W_BF16, K3_W_AFFINE};
     for (int f = 0; f < 2; f++) {
         int64_t D = 256, I = 333;
-        owned_mat gm = make_mat(fmts[f], I, D, 4, 64), um = make_mat(fmts[f], I, D, 4, 64),
-                  dm = make_mat(K3_W_BF16, D, I, 0, 0);
+        owned_mat gm = make_mat(fmts[f], I, D, 4, 64, K3_W_F32),
+                  um = make_mat(fmts[f], I, D, 4, 64, K3_W_F32),
+                  dm = make_mat(K3_W_BF16, D, I, 0, 0, K3_W_F32);
         k3_mlp_w w = {gm.w, um.w, dm.w};
         float *x = malloc(sizeof(float) * (size_t)D), *g = malloc(sizeof(float) * (size_t)I);
         float *u = malloc(sizeof(float) * (size_t)I), *ref = malloc(sizeof(float) * (size_t)D);

@@ -6,6 +6,7 @@
  * starts it from zero (or is overwritten whole by a clone). */
 #include "k3.h"
 #include "model/model.h"
+#include "helpers.h"
 #include "t.h"
 
 int k3_forward_path(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, int all, int path);
@@ -14,12 +15,6 @@ static k3_model *g_m;
 static int g_V;
 static const int32_t g_tok[12] = {5, 17, 3, 900, 42, 42, 7, 1, 0, 998, 64, 3};
 
-static float max_diff(const float *a, const float *b, int64_t n) {
-    float d = 0;
-    for (int64_t i = 0; i < n; i++) d = fabsf(a[i] - b[i]) > d ? fabsf(a[i] - b[i]) : d;
-    return d;
-}
-
 TEST(clone_continues_like_the_original) {
     k3_seq *s = k3_seq_new(g_m);
     float *a = calloc((size_t)g_V, 4), *b = calloc((size_t)g_V, 4);
@@ -27,7 +22,7 @@ TEST(clone_continues_like_the_original) {
     k3_seq *c = k3_seq_clone(s);
     CHECK(k3_seq_len(c) == 8);
     CHECK(k3_forward(s, g_tok + 8, 4, a, 0) == 0 && k3_forward(c, g_tok + 8, 4, b, 0) == 0);
-    CHECK(max_diff(a, b, g_V) == 0.0f, "clone differs by %g", max_diff(a, b, g_V));
+    CHECK(t_max_diff(a, b, g_V) == 0.0f, "clone differs by %g", t_max_diff(a, b, g_V));
     k3_seq_free(c);
     k3_seq_free(s);
     free(a);
@@ -42,12 +37,12 @@ TEST(reset_equals_fresh_and_last_row) {
     k3_seq_reset(s);
     CHECK(k3_seq_len(s) == 0);
     CHECK(k3_forward(s, g_tok, 12, a, 1) == 0 && k3_forward(f, g_tok, 12, b, 1) == 0);
-    CHECK(max_diff(a, b, n) == 0.0f, "reset differs from fresh by %g", max_diff(a, b, n));
+    CHECK(t_max_diff(a, b, n) == 0.0f, "reset differs from fresh by %g", t_max_diff(a, b, n));
     k3_seq_reset(s);
     CHECK(k3_forward(s, g_tok, 12, last, 0) == 0);
     /* the head runs as a matvec here and as a matmul above: equal up to rounding */
-    CHECK(max_diff(last, b + 11 * g_V, g_V) < 1e-5f, "last row differs by %g",
-          max_diff(last, b + 11 * g_V, g_V));
+    CHECK(t_max_diff(last, b + 11 * g_V, g_V) < 1e-5f, "last row differs by %g",
+          t_max_diff(last, b + 11 * g_V, g_V));
     k3_seq_free(s);
     k3_seq_free(f);
     free(a);
@@ -68,7 +63,7 @@ TEST(long_input_is_chunked_transparently) {
     CHECK(k3_seq_len(s) == N);
     float mx = 0;
     for (int64_t i = 0; i < (int64_t)N * g_V; i++) mx = fabsf(b[i]) > mx ? fabsf(b[i]) : mx;
-    float d = max_diff(a, b, (int64_t)N * g_V);
+    float d = t_max_diff(a, b, (int64_t)N * g_V);
     CHECK(d <= 1e-5f * mx, "chunked differs by %g (max %g)", d, mx);
     k3_seq_free(s);
     k3_seq_free(u);
@@ -113,8 +108,8 @@ TEST(kept_state_blocks_start_clean) {
     for (int i = 0; i < N; i++) reused |= s->state == kept[i];
     CHECK(reused, "the new sequence got a kept block");
     CHECK(k3_forward(s, g_tok, 12, a, 0) == 0);
-    CHECK(max_diff(a, ref, g_V) == 0.0f, "a kept block differs from a fresh one by %g",
-          max_diff(a, ref, g_V));
+    CHECK(t_max_diff(a, ref, g_V) == 0.0f, "a kept block differs from a fresh one by %g",
+          t_max_diff(a, ref, g_V));
     /* a clone into a kept (dirty) block continues like its original */
     k3_seq_reset(s);
     CHECK(k3_forward(s, g_tok, 8, NULL, 0) == 0);
@@ -123,7 +118,7 @@ TEST(kept_state_blocks_start_clean) {
     for (int i = 0; i < N; i++) reused |= c->state == kept[i];
     CHECK(reused, "the clone got a kept block");
     CHECK(k3_forward(s, g_tok + 8, 4, a, 0) == 0 && k3_forward(c, g_tok + 8, 4, b, 0) == 0);
-    CHECK(max_diff(a, b, g_V) == 0.0f, "clone differs by %g", max_diff(a, b, g_V));
+    CHECK(t_max_diff(a, b, g_V) == 0.0f, "clone differs by %g", t_max_diff(a, b, g_V));
     k3_seq_free(c);
     k3_seq_free(s);
     k3_seq_free(r);
@@ -160,7 +155,8 @@ TEST(state_reserve_fills_and_is_taken) {
     CHECK(k3_model_state_kept(g_m) == 7, "%d kept", k3_model_state_kept(g_m));
     k3_seq *f = k3_seq_new(g_m);
     CHECK(k3_forward(f, g_tok, 12, ref, 0) == 0);
-    CHECK(max_diff(a, ref, g_V) == 0.0f, "a reserve block differs by %g", max_diff(a, ref, g_V));
+    CHECK(t_max_diff(a, ref, g_V) == 0.0f, "a reserve block differs by %g",
+          t_max_diff(a, ref, g_V));
     k3_seq_free(f);
     k3_model_state_reserve(g_m, 0, 7); /* back to the default: K3_SPARE_STATES kept */
     CHECK(k3_model_state_kept(g_m) == K3_SPARE_STATES, "%d kept", k3_model_state_kept(g_m));

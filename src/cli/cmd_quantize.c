@@ -45,7 +45,7 @@ static void quantize_usage(FILE *f) {
         "                        source dtype: saves ~6 MB per MoE layer of the real model\n"
         "                        (896 x 7168: 12.8 MB bf16 -> 6.8 MB) but changes expert\n"
         "                        choices: 1 and 16 of 576 top-16 choices on the two real\n"
-        "                        slices (docs/performance.md)\n"
+        "                        slices (bench/notes/quantization.md)\n"
         "  --force               OUT may exist: its shards, index and manifest are removed\n"
         "  --resume              continue an interrupted run into OUT: shards that run\n"
         "                        finished and that verify (OUT/k3-manifest.json) are kept\n"

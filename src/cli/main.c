@@ -47,7 +47,7 @@ static void usage(FILE *f) {
  * Waiting passively (sleep at once) costs a futex wake-up at every region and
  * barrier of a decode step: 30% of bench-preset decode at 2 threads. So serve
  * spins a short, bounded while and then sleeps: K3_SERVE_SPINCOUNT PAUSEs
- * (~19 us on Zen 5). Measured (bench/RESULTS.md, "Bounded spin in k3 serve"):
+ * (~19 us on Zen 5). Measured (bench/notes/batching-and-serving.md, "Bounded spin"):
  * k3 bench decode at 2 threads 176-179 tok/s against 129-142 passive and
  * 183-190 with libgomp's default; beside a CPU hog 66 against 68-75 passive
  * and 31-37 default (3000 PAUSEs: 45). libgomp reads its settings when the

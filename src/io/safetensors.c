@@ -205,7 +205,7 @@ int k3_st_add_buffer(k3_st *st, const uint8_t *buf, size_t len, const char *labe
     return rc;
 }
 
-/* K3_HUGE_PAGES=1 (opt-in, measured in bench/RESULTS.md): ask the kernel for
+/* K3_HUGE_PAGES=1 (opt-in, measured in bench/notes/larger-than-ram.md): ask the kernel for
  * transparent huge pages on the weight mappings. On a kernel and filesystem
  * with large page-cache folios, pages read through such a mapping come in
  * 2 MiB folios and map with fewer TLB entries; pages already cached in 4 KiB

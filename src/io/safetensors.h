@@ -76,7 +76,7 @@ void k3_st_drop_pages(const k3_st *st);
  * transparent huge pages requested, refused with an error naming the file if
  * it does not fit in MemAvailable: under a hypervisor that shadows the page
  * tables, a multi-GB file mapping streams at 14-30 GB/s per core and swings
- * from pass to pass, anonymous huge pages at ~31 GB/s (bench/RESULTS.md).
+ * from pass to pass, anonymous huge pages at ~31 GB/s (bench/notes/batching-and-serving.md).
  * The release is larger than most machines' RAM: the default stays the
  * mapping. */
 int k3_st_add_file(k3_st *st, const char *path);

@@ -7,6 +7,7 @@
 #ifndef K3_KERNELS_AVX2_H
 #define K3_KERNELS_AVX2_H
 
+#include "kernels/runtime.h" /* k3_kernels_serial */
 #include "quant/wmat.h"
 
 /* Software prefetch distance of the decode kernels that stream at the memory
@@ -15,7 +16,7 @@
  * and at ~30 GB/s per core (Zen 5) 2 KiB covers only ~70 ns of memory
  * latency: one core, thread CPU time, 176 MiB bf16 streaming 18-20 GB/s at
  * 2 KiB, 23-27 at 4 KiB, 26-30 at 8 KiB, 27 at 16 KiB; MXFP4 (93 MiB)
- * 12-15.5 / 14.5-17.6 / 15.6-18.7 / 18.1-18.4 (bench/RESULTS.md). The affine
+ * 12-15.5 / 14.5-17.6 / 15.6-18.7 / 18.1-18.4 (bench/notes/decode-kernels.md). The affine
  * kernels keep their own 2 KiB (K3_PF_BYTES): 4-bit measured 4% slower at 8. */
 #ifndef K3_PF_STREAM_BYTES
 #define K3_PF_STREAM_BYTES 8192
@@ -35,10 +36,6 @@ void k3_matmul_avx2(const k3_wmat *W, const float *X, int64_t T, float *Y);
  * an L1 buffer and dotted with every token. */
 void k3_matmul_few_avx2(const k3_wmat *W, const float *X, int64_t T, float *Y);
 
-/* 1 when the kernels must not open an OpenMP region on this thread: inside a
- * k3_*_serial call (matmul.c) or already inside a parallel region. */
-int k3_kernels_serial(void);
-
 /* Affine matvec by digit planes (matvec_quant_avx2.c) for the widths where
  * k3_avx2_digit_planes(bits, cols); other widths use the generic decoder. */
 int k3_avx2_digit_planes(int bits, int64_t cols);
@@ -52,7 +49,9 @@ typedef struct {
 } k3_rows_ctx;
 typedef void (*k3_rows_fn)(const k3_rows_ctx *c, int64_t r0, int64_t r1);
 
-/* fn(c, r0, r1) over [0, R) in blocks of 16 rows, split over OpenMP threads
+/* The two helpers below are in rows.c.
+ *
+ * fn(c, r0, r1) over [0, R) in blocks of 16 rows, split over OpenMP threads
  * when R*cols is large enough and !k3_kernels_serial(). The OpenMP region lives in this plain
  * function and the SIMD code in target-attributed workers: clang does not
  * give an outlined OpenMP body the target features of its enclosing function

@@ -10,10 +10,9 @@
 #ifndef K3_KERNELS_AVX512_H
 #define K3_KERNELS_AVX512_H
 
+#include "kernels/runtime.h" /* k3_cpu_has_avx512 */
 #include "quant/wmat.h"
 
-/* 1 if the CPU runs the AVX-512 kernels (F + BW + VL, plus AVX2/FMA/F16C). */
-int k3_cpu_has_avx512(void);
 /* 1 if k3_matvec_avx512 handles W (MXFP4 with cols % 32 == 0, affine 8-bit, affine
  * 2/4-bit, and 3/5/6-bit where the CPU has AVX-512 VBMI). */
 int k3_avx512_supports(const k3_wmat *W);

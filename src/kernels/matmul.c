@@ -5,28 +5,17 @@
  * otherwise the scalar reference. K3_KERNELS=ref or
  * k3_kernels_set_mode(K3_KERNELS_REF) forces the reference (tests, debugging).
  *
- * The serial entries set a per-thread flag that the kernels' parallel loops
- * read (k3_kernels_serial): the same code runs, on this thread only, so the
+ * The serial entries set the per-thread flag of runtime.h that the kernels'
+ * parallel loops read (k3_kernels_serial): the same code runs, on this thread only, so the
  * bits are those of the threaded entries. */
 #include "kernels/matmul.h"
 #include "kernels/avx2.h"
 #include "kernels/avx512.h"
-#include "kernels/cpu.h"
+#include "kernels/runtime.h"
 #include "kernels/matvec_i8.h"
 #include "kernels/scratch.h"
 
 #include <omp.h>
-
-static _Thread_local int serial_depth;
-
-/* Serial as well when only one thread would run: a region of one thread opened
- * inside another (an inactive one: the experts' region at 1 thread) still
- * costs libgomp a team start and futex wakes, ~1400 system calls per decoded
- * token on the bench preset at 1 thread. The kernels compute every row the
- * same way whatever the split, so the bits do not change. */
-int k3_kernels_serial(void) {
-    return serial_depth > 0 || omp_in_parallel() || omp_get_max_threads() < 2;
-}
 
 static int use_avx2(const k3_wmat *W) {
     return k3_kernels_active() != K3_KERNELS_REF && k3_avx2_supports(W);
@@ -113,9 +102,9 @@ void k3_matmul(const k3_wmat *W, const float *X, int64_t T, float *Y) {
 }
 
 void k3_matvec_serial(const k3_wmat *W, const float *x, float *y) {
-    serial_depth++;
+    k3_kernels_serial_enter();
     k3_matvec(W, x, y);
-    serial_depth--;
+    k3_kernels_serial_leave();
 }
 
 void k3_matvec_colblocks_serial(const k3_wmat *W, int nb, const float *const *xb, float *const *y) {
@@ -173,21 +162,21 @@ void k3_matmul_few_colblocks_serial(const k3_wmat *W, int nb, const float *const
 }
 
 void k3_matmul_serial(const k3_wmat *W, const float *X, int64_t T, float *Y) {
-    serial_depth++;
+    k3_kernels_serial_enter();
     k3_matmul(W, X, T, Y);
-    serial_depth--;
+    k3_kernels_serial_leave();
 }
 
 /* The row-dot kernel on the AVX2 formats; the reference (one dot per token
  * and row in double, which is T-independent too) otherwise. */
 void k3_matmul_few(const k3_wmat *W, const float *X, int64_t T, float *Y) {
     if (W->rows <= 0 || T <= 0) return;
-    serial_depth++;
+    k3_kernels_serial_enter();
     if (use_avx2(W) && use_few_avx512(W))
         k3_matmul_few_avx512(W, X, T, Y);
     else if (use_avx2(W))
         k3_matmul_few_avx2(W, X, T, Y);
     else
         k3_matmul_ref(W, X, T, Y);
-    serial_depth--;
+    k3_kernels_serial_leave();
 }

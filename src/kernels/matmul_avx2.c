@@ -12,6 +12,7 @@
  * the tile or the thread count, so results do not depend on threading or on
  * how a prompt is split into chunks. */
 #include "kernels/avx2.h"
+#include "kernels/runtime.h"
 #include "kernels/avx2_decode.h"
 #include "kernels/panel.h"
 #include "kernels/scratch.h"

@@ -12,6 +12,7 @@
  * zero, exactly as in the AVX2 tile, so the results are bitwise those of
  * k3_matmul_avx2 (tested) and do not depend on T, the tile or threads. */
 #include "kernels/avx2.h"
+#include "kernels/runtime.h"
 #include "kernels/avx2_decode.h"
 #include "kernels/panel.h"
 #include "kernels/avx512.h"

@@ -29,7 +29,7 @@
 #include "kernels/l2fetch.h"
 #include "quant/dtype.h"
 
-#include "kernels/cpu.h"
+#include "kernels/runtime.h"
 
 #include <immintrin.h>
 #include <omp.h>
@@ -109,7 +109,7 @@ K3_AVX512_INLINE __m512 dec16(const k3_wmat *W, int64_t r, int64_t c, int n, int
  * floats) and serves both halves of 16, then every token gets its two FMAs
  * in dec16's column order: the bits of the 16-column loop, with one multiply
  * and one scale lookup per 32 weights instead of per 16 (1.1-1.56x on
- * 3072x3584 at 1..16 tokens, 384x3584, 3584x384; bench/RESULTS.md). */
+ * 3072x3584 at 1..16 tokens, 384x3584, 3584x384; bench/notes/decode-kernels.md). */
 K3_AVX512_INLINE int64_t mx_block32(const k3_wmat *W, const int64_t *rr_of, const float *X,
                                     __m512 *acc, int RB, int TB, int kind, int64_t c, int64_t c1,
                                     k3_l2fetch *pf) {

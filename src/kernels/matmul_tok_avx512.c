@@ -32,6 +32,7 @@
  * are those of k3_matmul_avx2 and k3_matmul_avx512 (tested), whichever of
  * the two layouts a product takes. */
 #include "kernels/avx2.h"
+#include "kernels/runtime.h"
 #include "kernels/avx512.h"
 #include "kernels/l2fetch.h"
 #include "kernels/panel.h"

@@ -34,7 +34,7 @@
  * computed by the same instructions whatever the thread split. */
 #include "kernels/avx2.h"
 #include "kernels/avx512.h"
-#include "kernels/cpu.h"
+#include "kernels/runtime.h"
 #include "kernels/scratch.h"
 #include "quant/dtype.h"
 

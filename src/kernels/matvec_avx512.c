@@ -7,7 +7,7 @@
  * threads, +20% at 1 (Zen 5). Affine 2/3/4/5/6-bit: matvec_affine_avx512.c. */
 #include "kernels/avx512.h"
 #include "kernels/avx2.h"
-#include "kernels/cpu.h"
+#include "kernels/runtime.h"
 #include "kernels/scratch.h"
 #include "quant/dtype.h"
 
@@ -18,21 +18,6 @@
     static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx2,fma,"       \
                                                        "f16c")))
 #include "kernels/hsum16_avx512.h"
-
-int k3_cpu_has_avx512(void) {
-#if defined(__x86_64__)
-    static int has = -1; /* cached, as in cpu.c */
-    if (has < 0) {
-        __builtin_cpu_init();
-        has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") &&
-              __builtin_cpu_supports("fma") && k3_cpu_has_f16c();
-    }
-    return has;
-#else
-    return 0;
-#endif
-}
 
 int k3_avx512_supports(const k3_wmat *W) {
     if (W->fmt == K3_W_AFFINE) /* shapes as for AVX2 */

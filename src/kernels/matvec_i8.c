@@ -5,25 +5,11 @@
 #include "kernels/matvec_i8.h"
 #include "base/mem.h"
 #include "kernels/avx2_decode.h"
-#include "kernels/cpu.h"
+#include "kernels/runtime.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int act_int8 = -1; /* -1: not read from K3_ACT yet */
-
-void k3_act_int8_set(int on) {
-    act_int8 = on;
-}
-
-int k3_act_int8(void) {
-    if (act_int8 < 0) {
-        const char *e = getenv("K3_ACT");
-        act_int8 = e && !strcmp(e, "int8");
-    }
-    return act_int8;
-}
 
 int k3_i8_format_ok(const k3_wmat *W) {
     if (W->cols <= 0 || W->cols % K3_I8_BLOCK) return 0;
@@ -49,10 +35,6 @@ int k3_i8_supports(const k3_wmat *W) {
      * uses vpermb + vpmultishiftqb), so a VNNI-only CPU (Cascade Lake) must not run it */
     return k3_act_int8() && k3_kernels_active() == K3_KERNELS_AVX512 && k3_cpu_has_avx512_vnni() &&
            k3_cpu_has_avx512_vbmi() && k3_i8_format_ok(W);
-}
-
-void k3_matvec_i8(const k3_wmat *W, const float *x, float *y) {
-    k3_matvec_i8_avx512(W, x, y);
 }
 
 /* round-half-even under the default rounding mode, like cvtps2dq */

@@ -35,15 +35,13 @@
 #ifndef K3_KERNELS_MATVEC_I8_H
 #define K3_KERNELS_MATVEC_I8_H
 
+#include "kernels/runtime.h"
 #include "quant/wmat.h"
 
 /* Columns per activation block (one d_b). */
 #define K3_I8_BLOCK 32
 
-/* Turn the int8-activation path on (1) or off (0) for later products; -1 re-reads K3_ACT. */
-void k3_act_int8_set(int on);
-/* 1 if the path is on. */
-int k3_act_int8(void);
+/* The switch (k3_act_int8, k3_act_int8_set) is in runtime.h. */
 /* 1 if the path is on and has a kernel for W on this CPU. */
 int k3_i8_supports(const k3_wmat *W);
 /* 1 if there is a kernel for W's format and shape, whatever the switch and the CPU. */

@@ -30,7 +30,7 @@
 
 /* Software prefetch distance in a row's code stream. One core, 16384 x 7168, int8
  * activations: MXFP4 17-18 GB/s at 2 KiB, 20-21 at 4 KiB; affine 8 17-20 / 23-24; 8 KiB
- * was faster at 8 bits but fell to 14-18 in some runs (bench/RESULTS.md). */
+ * was faster at 8 bits but fell to 14-18 in some runs (bench/notes/decode-kernels.md). */
 #ifndef K3_I8_PF_BYTES
 #define K3_I8_PF_BYTES 4096
 #endif
@@ -547,4 +547,9 @@ int k3_matvec_i8_colblocks_avx512(const k3_wmat *W, int nb, const float *const *
     }
     pick_cb(W)(c, nb, W->rows, y);
     return 1;
+}
+
+/* The path's entry (matvec_i8.h): on this CPU, the kernel above. */
+void k3_matvec_i8(const k3_wmat *W, const float *x, float *y) {
+    k3_matvec_i8_avx512(W, x, y);
 }

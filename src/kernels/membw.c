@@ -2,7 +2,7 @@
 #include "kernels/membw.h"
 #include "base/mem.h"
 #include "kernels/avx2_decode.h"
-#include "kernels/cpu.h"
+#include "kernels/runtime.h"
 
 #include <stdint.h>
 #include <stdlib.h>

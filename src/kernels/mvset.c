@@ -1,6 +1,7 @@
 /* mvset.c — several matrix-vector products in one parallel region, rows cut
  * by weight bytes into one contiguous range per thread (see mvset.h). */
 #include "kernels/mvset.h"
+#include "kernels/runtime.h"
 #include "kernels/avx2.h"
 #include "kernels/matmul.h"
 #include "kernels/scratch.h"

@@ -1,7 +1,7 @@
 /* vmath.c — the libm references of vmath.h and the run-time choice between
  * them and the AVX2 versions. */
 #include "kernels/vmath.h"
-#include "kernels/cpu.h"
+#include "kernels/runtime.h"
 
 #include <math.h>
 

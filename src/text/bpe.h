@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "text/tokenizer.h"
+#include "text/ids.h"
 
 /* One hash slot: the token's first 8 bytes inline (zero-padded), so most
  * lookups touch one cache line; longer tokens compare the rest in bytes. */

@@ -1,7 +1,8 @@
 /* chat.c — the XTML chat renderer (chat.md §2): request options, messages,
  * content parts, tool results and their reordering, the internal system
  * messages, the generation prompt, and segment encoding. Tool calls and
- * their arguments are in chat_args.c. */
+ * their arguments are in chat_args.c; the segment writer and tag primitives
+ * both use are in chat_render.c. */
 #include "text/chat.h"
 
 #include <stdio.h>
@@ -44,70 +45,6 @@ static const char TOOL_DECLARE_DYNAMIC[] =
     "\n"
     "```json\n";
 static const char TOOL_DECLARE_SUFFIX[] = "\n```";
-
-/* ---- segments and tag primitives (chat.md §2.1) --------------------------- */
-
-static void seg_push(k3_chat_segs *s, const char *text, size_t n, int control) {
-    if (n == 0) return; /* the reference drops empty segments */
-    if (s->n == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 64;
-        s->v = k3_xrealloc(s->v, s->cap * sizeof *s->v);
-    }
-    char *t = k3_xmalloc(n + 1);
-    memcpy(t, text, n);
-    t[n] = 0;
-    s->v[s->n++] = (k3_chat_seg){t, n, control};
-}
-
-void k3_r_text(k3_render *r, const char *s, size_t n) {
-    seg_push(r->out, s, n, 0);
-}
-void k3_r_ctrl(k3_render *r, k3_xtml_ctrl c) {
-    seg_push(r->out, r->x->ctrl[c], r->x->ctrl_len[c], 1);
-}
-static void r_texts(k3_render *r, const char *s) {
-    k3_r_text(r, s, strlen(s));
-}
-
-/* esc(v): "&" -> "&amp;" first, then '"' -> "&quot;"; nothing else. */
-static void attr_value(k3_render *r, const char *v, size_t n) {
-    k3_buf b = {0};
-    for (size_t i = 0; i < n; i++) {
-        if (v[i] == '&')
-            k3_buf_puts(&b, "&amp;");
-        else if (v[i] == '"')
-            k3_buf_puts(&b, "&quot;");
-        else
-            k3_buf_putc(&b, v[i]);
-    }
-    k3_r_text(r, b.s, b.n);
-    k3_buf_free(&b);
-}
-
-void k3_r_open(k3_render *r, k3_xtml_tag tag, const k3_attr *attrs, size_t nattrs) {
-    k3_r_ctrl(r, K3_XC_OPEN);
-    r_texts(r, k3_xtml_tag_name(tag));
-    for (size_t i = 0; i < nattrs; i++) { /* four text segments per attribute */
-        char key[80];
-        snprintf(key, sizeof key, " %s", attrs[i].key);
-        r_texts(r, key);
-        r_texts(r, "=\"");
-        attr_value(r, attrs[i].val, attrs[i].len);
-        r_texts(r, "\"");
-    }
-    k3_r_ctrl(r, K3_XC_SEP);
-}
-
-void k3_r_close(k3_render *r, k3_xtml_tag tag) {
-    k3_r_ctrl(r, K3_XC_CLOSE);
-    r_texts(r, k3_xtml_tag_name(tag));
-    k3_r_ctrl(r, K3_XC_SEP);
-}
-
-void k3_r_end_message(k3_render *r) {
-    k3_r_close(r, K3_XT_MESSAGE);
-    k3_r_ctrl(r, K3_XC_EOM);
-}
 
 static k3_attr attr_str(const char *key, const char *val) {
     return (k3_attr){key, val, strlen(val)};
@@ -242,7 +179,7 @@ static int render_content(k3_render *r, const json_t *content, const char *path)
         if (t && (!strcmp(t, "image") || !strcmp(t, "image_url"))) {
             /* No image prompts: the placeholder, as a control segment. */
             const char *ph = k3_xtml_image_placeholder();
-            seg_push(r->out, ph, strlen(ph), 1);
+            k3_r_ctrl_text(r, ph, strlen(ph));
             continue;
         }
         const json_t *text = json_object_get(part, "text");

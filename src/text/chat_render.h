@@ -1,5 +1,6 @@
 /* chat_render.h — internal to the chat renderer (chat.c, chat_args.c): the
- * segment writer and XTML tag primitives of chat.md §2.1. */
+ * segment writer and XTML tag primitives of chat.md §2.1, defined in
+ * chat_render.c. */
 #ifndef K3_TEXT_CHAT_RENDER_H
 #define K3_TEXT_CHAT_RENDER_H
 
@@ -23,6 +24,8 @@ typedef struct {
 /* A text segment (dropped when empty) / a control token segment. */
 void k3_r_text(k3_render *r, const char *s, size_t n);
 void k3_r_ctrl(k3_render *r, k3_xtml_ctrl c);
+/* A control segment with literal text (the image placeholder). */
+void k3_r_ctrl_text(k3_render *r, const char *s, size_t n);
 /* open_tag(tag, attrs), close_tag(tag), end of message (chat.md §2.1). */
 void k3_r_open(k3_render *r, k3_xtml_tag tag, const k3_attr *attrs, size_t nattrs);
 void k3_r_close(k3_render *r, k3_xtml_tag tag);

@@ -1,4 +1,5 @@
-/* detok.c — UTF-8 repair and the streaming detokenizer (tokenizer.h).
+/* detok.c — the streaming detokenizer (tokenizer.h), on the UTF-8 repair of
+ * utf8.c.
  *
  * Generated tokens can end inside a multi-byte character (byte-level BPE
  * splits emoji and CJK), so the streaming decoder keeps the bytes of an
@@ -11,47 +12,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-
-static const char REPLACEMENT[3] = {(char)0xEF, (char)0xBF, (char)0xBD}; /* U+FFFD */
-
-/* Write the repaired form of s[0..n) to out (room for repaired_cap(n)).
- * Returns bytes written; with keep_tail, an incomplete trailing sequence is
- * not written and *held is its length. */
-static size_t repair_into(char *out, const uint8_t *s, size_t n, int keep_tail, size_t *held) {
-    size_t w = 0, i = 0;
-    *held = 0;
-    while (i < n) {
-        uint32_t cp;
-        int st;
-        size_t span = k3_utf8_scan(s + i, n - i, &cp, &st);
-        if (st == K3_UTF8_OK) {
-            memcpy(out + w, s + i, span);
-            w += span;
-        } else if (st == K3_UTF8_INCOMPLETE && keep_tail) {
-            *held = span;
-            break;
-        } else {
-            memcpy(out + w, REPLACEMENT, 3);
-            w += 3;
-        }
-        i += span;
-    }
-    return w;
-}
-
-/* Worst case: every byte becomes a 3-byte U+FFFD. */
-static size_t repaired_cap(size_t n) {
-    return 3 * n + 1;
-}
-
-char *k3_utf8_sanitize(const char *s, size_t len, size_t *out_len) {
-    char *out = k3_xmalloc(repaired_cap(len));
-    size_t held;
-    size_t w = repair_into(out, (const uint8_t *)s, len, 0, &held);
-    out[w] = 0;
-    if (out_len) *out_len = w;
-    return out;
-}
 
 struct k3_detok {
     const k3_tokenizer *tok;
@@ -93,9 +53,9 @@ const char *k3_detok_push_bytes(k3_detok *d, const char *bytes, size_t n, size_t
     }
     if (d->npending) memcpy(d->in, d->pending, d->npending);
     if (n) memcpy(d->in + d->npending, bytes, n);
-    ensure_out(d, repaired_cap(total));
+    ensure_out(d, k3_utf8_repair_cap(total));
     size_t held;
-    size_t w = repair_into(d->out, d->in, total, 1, &held);
+    size_t w = k3_utf8_repair(d->out, d->in, total, 1, &held);
     if (held) memcpy(d->pending, d->in + total - held, held); /* d->in is NULL until used */
     d->npending = held;
     d->out[w] = 0;
@@ -112,9 +72,9 @@ const char *k3_detok_push(k3_detok *d, int32_t id, size_t *len) {
 }
 
 const char *k3_detok_flush(k3_detok *d, size_t *len) {
-    ensure_out(d, repaired_cap(d->npending));
+    ensure_out(d, k3_utf8_repair_cap(d->npending));
     size_t held;
-    size_t w = repair_into(d->out, d->pending, d->npending, 0, &held);
+    size_t w = k3_utf8_repair(d->out, d->pending, d->npending, 0, &held);
     d->npending = 0;
     d->out[w] = 0;
     *len = w;

@@ -27,7 +27,7 @@ int k3_pretok_split(const k3_pretok *p, const char *s, size_t n, k3_piece_fn fn,
 
 /* Process-wide counts of PCRE2 JIT stacks and match-data sets created so
  * far: at most one of each per thread that ever split text, whatever the
- * number of calls (tests assert this; see issue 12). */
+ * number of calls (tests/test_text_tok_linear.c asserts this). */
 size_t k3_pretok_jit_stacks_created(void);
 size_t k3_pretok_match_sets_created(void);
 

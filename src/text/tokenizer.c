@@ -16,19 +16,6 @@
 #define WINDOW_CODE_POINTS 400000
 #define MAX_RUN_CODE_POINTS 25000
 
-void k3_ids_push(k3_ids *v, int32_t id) {
-    if (v->n == v->cap) {
-        v->cap = v->cap ? v->cap * 2 : 64;
-        v->ids = k3_xrealloc(v->ids, sizeof(int32_t) * v->cap);
-    }
-    v->ids[v->n++] = id;
-}
-
-void k3_ids_free(k3_ids *v) {
-    free(v->ids);
-    memset(v, 0, sizeof *v);
-}
-
 int k3_tok_vocab_size(const k3_tokenizer *t) {
     return t->block + t->block_len;
 }

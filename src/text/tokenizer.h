@@ -34,6 +34,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "text/ids.h"  /* k3_ids, the id list encode appends to */
+#include "text/utf8.h" /* k3_utf8_sanitize, the repair k3_tok_decode applies */
+
 typedef struct k3_tokenizer k3_tokenizer;
 
 /* Number of ids in the K3 control block and the real K3 sizes. */
@@ -78,14 +81,6 @@ int k3_tok_block_start(const k3_tokenizer *tok);
 /* 1 if loaded from files, 0 if byte-level. */
 int k3_tok_is_loaded(const k3_tokenizer *tok);
 
-/* A growable id list. Zero-initialise; free with k3_ids_free. */
-typedef struct {
-    int32_t *ids;
-    size_t n, cap;
-} k3_ids;
-void k3_ids_push(k3_ids *v, int32_t id);
-void k3_ids_free(k3_ids *v);
-
 /* Encode text[0..len) and APPEND the ids to *out. allow_special: 1 = control
  * token spellings in the text become their ids (allowed_special="all"),
  * 0 = they are ordinary text. Invalid UTF-8 is kept: each maximal
@@ -128,10 +123,6 @@ typedef struct {
 } k3_special_token;
 /* All control tokens in id order (block_len entries). */
 const k3_special_token *k3_tok_specials(const k3_tokenizer *tok, size_t *n);
-
-/* Replace invalid UTF-8 like Python's errors="replace". Returns malloc'd,
- * NUL-terminated text; *out_len its length. */
-char *k3_utf8_sanitize(const char *s, size_t len, size_t *out_len);
 
 /* Streaming detokenizer: push ids (or bytes) as they are generated; each
  * call returns the text that is now final — always whole UTF-8 characters,

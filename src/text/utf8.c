@@ -1,5 +1,9 @@
-/* utf8.c — UTF-8 scanning (see utf8.h). */
+/* utf8.c — UTF-8 scanning and repair (see utf8.h). */
 #include "text/utf8.h"
+
+#include <string.h>
+
+#include "base/mem.h"
 
 /* Allowed range of the second byte for a lead byte (Unicode Table 3-7);
  * the remaining continuation bytes are always 80..BF. */
@@ -54,4 +58,42 @@ int k3_cp_is_py_space(uint32_t c) {
     if (c < 0x80) return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20);
     return c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 ||
            c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+static const char REPLACEMENT[3] = {(char)0xEF, (char)0xBF, (char)0xBD}; /* U+FFFD */
+
+size_t k3_utf8_repair(char *out, const uint8_t *s, size_t n, int keep_tail, size_t *held) {
+    size_t w = 0, i = 0;
+    *held = 0;
+    while (i < n) {
+        uint32_t cp;
+        int st;
+        size_t span = k3_utf8_scan(s + i, n - i, &cp, &st);
+        if (st == K3_UTF8_OK) {
+            memcpy(out + w, s + i, span);
+            w += span;
+        } else if (st == K3_UTF8_INCOMPLETE && keep_tail) {
+            *held = span;
+            break;
+        } else {
+            memcpy(out + w, REPLACEMENT, 3);
+            w += 3;
+        }
+        i += span;
+    }
+    return w;
+}
+
+/* Worst case: every byte becomes a 3-byte U+FFFD. */
+size_t k3_utf8_repair_cap(size_t n) {
+    return 3 * n + 1;
+}
+
+char *k3_utf8_sanitize(const char *s, size_t len, size_t *out_len) {
+    char *out = k3_xmalloc(k3_utf8_repair_cap(len));
+    size_t held;
+    size_t w = k3_utf8_repair(out, (const uint8_t *)s, len, 0, &held);
+    out[w] = 0;
+    if (out_len) *out_len = w;
+    return out;
 }

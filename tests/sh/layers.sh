@@ -4,7 +4,9 @@
 #   base < io < quant < kernels < model < text < gen < serve < dist < cli
 # (text needs only base, but sits above model so that gen may use both).
 # One PASS/FAIL line per layer, naming every offending include. A negative
-# control checks that the scan itself catches an upward include.
+# control checks that the scan itself catches an upward include. Then
+# docs/ARCHITECTURE.md must name every folder of src/ (as `NAME/`), so the
+# floor plan cannot fall behind the tree; a negative control again.
 set -u
 cd "$(dirname "$0")/../.."
 ORDER="base io quant kernels model text gen serve dist cli"
@@ -46,6 +48,22 @@ for layer in $ORDER; do
     fi
 done
 
+# unnamed_folders DOC: each folder of src/ that DOC does not name as `NAME/`.
+unnamed_folders() {
+    local d name
+    for d in src/*/; do
+        name=$(basename "$d")
+        grep -qF "\`$name/\`" "$1" || echo "$name"
+    done
+}
+
+missing=$(unnamed_folders docs/ARCHITECTURE.md)
+if [ -z "$missing" ]; then
+    echo "PASS architecture_names_every_folder"
+else
+    echo "FAIL architecture_names_every_folder: docs/ARCHITECTURE.md does not name" $missing
+fi
+
 # Negative control: a file in io that includes a model header must be reported.
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -54,4 +72,12 @@ if upward_includes "$tmp" io | grep -q 'model/model.h'; then
     echo "PASS layer_scan_catches_upward_include"
 else
     echo "FAIL layer_scan_catches_upward_include"
+fi
+
+# Negative control: a plan that leaves out a folder must be reported.
+grep -vF '`kernels/`' docs/ARCHITECTURE.md >"$tmp/plan.md"
+if unnamed_folders "$tmp/plan.md" | grep -qx kernels; then
+    echo "PASS architecture_check_catches_a_missing_folder"
+else
+    echo "FAIL architecture_check_catches_a_missing_folder"
 fi

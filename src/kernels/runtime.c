@@ -1,7 +1,9 @@
-/* cpu.c — run-time choice between the scalar reference and the AVX2 kernels (see cpu.h). */
-#include "kernels/cpu.h"
-#include "kernels/avx512.h"
+/* runtime.c — the kernels' run-time state (see runtime.h): CPU features read
+ * once, the kernel family chosen from them and K3_KERNELS, the K3_ACT
+ * int8-activation switch, and the per-thread serial flag. */
+#include "kernels/runtime.h"
 
+#include <omp.h>
 #include <stdlib.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -33,6 +35,21 @@ int k3_cpu_has_avx2(void) {
     if (has < 0) {
         __builtin_cpu_init();
         has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && k3_cpu_has_f16c();
+    }
+    return has;
+#else
+    return 0;
+#endif
+}
+
+int k3_cpu_has_avx512(void) {
+#if defined(__x86_64__)
+    static int has = -1;
+    if (has < 0) {
+        __builtin_cpu_init();
+        has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") &&
+              __builtin_cpu_supports("fma") && k3_cpu_has_f16c();
     }
     return has;
 #else
@@ -99,4 +116,37 @@ k3_kernels_mode k3_kernels_active(void) {
 const char *k3_kernels_name(void) {
     k3_kernels_mode m = k3_kernels_active();
     return m == K3_KERNELS_AVX512 ? "avx512" : m == K3_KERNELS_AVX2 ? "avx2" : "ref";
+}
+
+static int act_int8 = -1; /* -1: not read from K3_ACT yet */
+
+void k3_act_int8_set(int on) {
+    act_int8 = on;
+}
+
+int k3_act_int8(void) {
+    if (act_int8 < 0) {
+        const char *e = getenv("K3_ACT");
+        act_int8 = e && !strcmp(e, "int8");
+    }
+    return act_int8;
+}
+
+static _Thread_local int serial_depth;
+
+/* Serial as well when only one thread would run: a region of one thread opened
+ * inside another (an inactive one: the experts' region at 1 thread) still
+ * costs libgomp a team start and futex wakes, ~1400 system calls per decoded
+ * token on the bench preset at 1 thread. The kernels compute every row the
+ * same way whatever the split, so the bits do not change. */
+int k3_kernels_serial(void) {
+    return serial_depth > 0 || omp_in_parallel() || omp_get_max_threads() < 2;
+}
+
+void k3_kernels_serial_enter(void) {
+    serial_depth++;
+}
+
+void k3_kernels_serial_leave(void) {
+    serial_depth--;
 }
