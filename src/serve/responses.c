@@ -301,7 +301,7 @@ enum MHD_Result serve_handle_responses(serve_conn *c) {
         serve_err_set(&e, 400, NULL, NULL, "invalid_utf8", "The request body is not valid UTF-8.");
         return serve_reply_err(c, &e);
     }
-    json_t *req = json_loadb(c->body.s ? c->body.s : "", c->body.n, 0, &je);
+    json_t *req = json_loadb(c->body.s ? c->body.s : "", c->body.n, JSON_ALLOW_NUL, &je);
     if (!json_is_object(req)) {
         json_decref(req);
         serve_err_set(&e, 400, NULL, NULL, "invalid_json",
