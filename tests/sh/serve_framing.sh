@@ -114,6 +114,15 @@ check("serve_framing_nul_anthropic", a[0] == 200 and b2[0] == 200 and b2[1] > a[
 st, b = post(b"/v1/responses", {"input": [{"role": "user", "content": "a\u0000b"}], "max_output_tokens": 2,
                                 "k3_test_force_text": "ok"})
 check("serve_framing_nul_responses_200", st == 200, b[:300])
+def resp_tokens(r):
+    doc = {"input": [{"role": "user", "content": "q"},
+                     {"type": "reasoning", "summary": [{"type": "summary_text", "text": r}]},
+                     {"role": "assistant", "content": [{"type": "output_text", "text": "a"}]},
+                     {"role": "user", "content": "b"}], "max_output_tokens": 2, "k3_test_force_text": "ok"}
+    st, b = post(b"/v1/responses", doc)
+    return st, json.loads(b).get("usage", {}).get("input_tokens")
+a, b2 = resp_tokens("rs"), resp_tokens("r\u0000s")
+check("serve_framing_nul_responses_reasoning", a[0] == 200 and b2[0] == 200 and b2[1] > a[1], (a, b2))
 
 # --- /tokenize reply bound: 7.98 MB of "\x01<|open|>é😀 " with pieces
 def vm(field):
