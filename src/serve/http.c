@@ -28,6 +28,9 @@
 
 #define DRAIN_MAX ((size_t)64 << 20) /* oversized chunked bytes read before hanging up */
 #define TRIM_AFTER ((size_t)1 << 20) /* bodies this big are followed by malloc_trim */
+/* A connection's buffer for the request line and headers (libmicrohttpd's
+ * default, made explicit): longer ones get 414 / 431 from libmicrohttpd. */
+#define HEADER_BUFFER ((size_t)32 << 10)
 
 void serve_opts_default(serve_opts *o) {
     memset(o, 0, sizeof *o);
@@ -531,7 +534,7 @@ static struct MHD_Daemon *start_daemon(serve_server *srv, int *port_out) {
         MHD_OPTION_CONNECTION_TIMEOUT, idle, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)o->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         (unsigned)(o->max_conn_per_ip > 0 ? o->max_conn_per_ip : 0), MHD_OPTION_THREAD_STACK_SIZE,
-        (size_t)1 << 20, MHD_OPTION_END);
+        (size_t)1 << 20, MHD_OPTION_CONNECTION_MEMORY_LIMIT, HEADER_BUFFER, MHD_OPTION_END);
     if (!d) {
         k3_seterr("cannot listen on %s:%d (address in use or not permitted)", o->host, o->port);
         return NULL;

@@ -77,6 +77,8 @@ out = raw_all(b"POST /tokenize HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding:
 check("serve_framing_chunked_ok", out.startswith(b"HTTP/1.1 200"), out[:200])
 out = raw_all(b"POST /tokenize HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1e3\r\n\r\n" + first)
 check("serve_framing_bad_length_400", out.startswith(b"HTTP/1.1 400"), out[:200])
+st = request(port, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 40000 + b"\r\n\r\n")[0]
+check("serve_framing_header_buffer_431", st == 431, st)
 check("serve_framing_health_after", get(port, b"/health")[0] == 200)
 
 # --- U+0000 in request text: accepted, carried to the tokenizer
