@@ -41,6 +41,7 @@ TEST(deadlines_by_phase) {
     serve_conns_remove(&t, body);
     serve_conns_remove(&t, run);
     CHECK(serve_conns_get_stats(&t).open == 0);
+    CHECK(serve_conns_start(&t) == 0); /* the sweep thread starts and is joined */
     serve_conns_free(&t);
 }
 
