@@ -3,8 +3,10 @@
  * Thread per connection: a connection waiting for generated tokens blocks
  * only its own thread, so /health and /v1/models answer at once whatever
  * the scheduler is doing. This file owns the daemon, routing, the Bearer
- * check, the body limit (413), the per-request log line and the
- * SIGINT/SIGTERM shutdown; http_gen.c answers the generation endpoints. */
+ * check, the framing checks (framing.h), the body limit (413), the
+ * per-request log line and the SIGINT/SIGTERM shutdown; conns.c keeps each
+ * connection's request deadline and sheds near the connection cap;
+ * http_gen.c answers the generation endpoints, http_misc.c the small ones. */
 #include <arpa/inet.h>
 #include <malloc.h>
 #include <netdb.h>
