@@ -43,23 +43,34 @@ static int expired(const serve_conns_opts *o, const serve_conn_slot *s, double n
     return now - s->since > allowed ? 2 : 0;
 }
 
+static int by_addr_then_age(const void *a, const void *b) {
+    const serve_conn_slot *x = *(serve_conn_slot *const *)a, *y = *(serve_conn_slot *const *)b;
+    int c = memcmp(x->addr, y->addr, sizeof x->addr);
+    if (c) return c;
+    return (x->since > y->since) - (x->since < y->since);
+}
+
 /* The oldest receiving connection of the address holding the most
- * receiving connections (ties: the older connection); NULL if none. O(n^2)
- * in the worst case, n <= max_connections, and only near the cap. */
+ * receiving connections (ties: the older connection); NULL if none.
+ * O(n log n) for n open connections, and only near the cap. */
 static serve_conn_slot *pick_victim(serve_conns *t) {
+    size_t n = 0;
+    for (serve_conn_slot *s = t->head; s; s = s->next) n += receiving(s);
+    if (!n) return NULL;
+    serve_conn_slot **v = k3_xmalloc(n * sizeof *v);
+    n = 0;
+    for (serve_conn_slot *s = t->head; s; s = s->next)
+        if (receiving(s)) v[n++] = s;
+    qsort(v, n, sizeof *v, by_addr_then_age);
     serve_conn_slot *best = NULL;
-    int best_n = 0;
-    for (serve_conn_slot *s = t->head; s; s = s->next) {
-        if (!receiving(s)) continue;
-        int n = 0, oldest = 1; /* count this address once, at its oldest slot */
-        for (serve_conn_slot *u = t->head; u; u = u->next) {
-            if (!receiving(u) || memcmp(u->addr, s->addr, sizeof s->addr)) continue;
-            n++;
-            if (u->since < s->since || (u->since == s->since && u < s)) oldest = 0;
-        }
-        if (!oldest) continue;
-        if (n > best_n || (n == best_n && best && s->since < best->since)) best = s, best_n = n;
+    size_t best_n = 0;
+    for (size_t i = 0, j; i < n; i = j) { /* v[i..j): one address, oldest first */
+        j = i + 1;
+        while (j < n && !memcmp(v[j]->addr, v[i]->addr, sizeof v[i]->addr)) j++;
+        if (j - i > best_n || (j - i == best_n && v[i]->since < best->since))
+            best = v[i], best_n = j - i;
     }
+    free(v);
     return best;
 }
 
