@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                          "\"arguments\":\"{}\"}]}",
                          "[{\"role\":\"user\",\"content\":\"x\"}]", "[]");
     }
-    json_t *req = json_loadb((const char *)data, size, 0, NULL);
+    json_t *req = json_loadb((const char *)data, size, JSON_ALLOW_NUL, NULL); /* as the server */
     if (!json_is_object(req)) {
         json_decref(req);
         return 0;

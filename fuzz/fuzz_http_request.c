@@ -8,7 +8,8 @@
  * The input is also taken as a whole request, "METHOD PATH\nName: value\n...
  * \n\nBODY", and sent down the server's pre-generation path in the order
  * http.c uses: escaped method/path for the log, the Host/Origin/framing guard
- * (serve/guard.h), the 404 message, the JSON budget pre-scan
+ * (serve/guard.h), the header-name / Content-Length / Transfer-Encoding checks
+ * (serve/framing.h), the 404 message, the JSON budget pre-scan
  * (serve/limits.h), then the body parser; every refusal on the way must be
  * a 4xx with a valid UTF-8 error document. */
 #include <jansson.h>
@@ -18,6 +19,7 @@
 #include <strings.h>
 
 #include "base/utf8safe.h"
+#include "serve/framing.h"
 #include "serve/guard.h"
 #include "serve/limits.h"
 #include "serve/request.h"
@@ -82,6 +84,27 @@ static const char *header(char **names, char **values, int n, const char *name) 
     return NULL;
 }
 
+/* Framing (serve/framing.h): a 400 or 501 with a valid message; a header
+ * name holding a space is always refused. 1 if refused. */
+static int framing_refuses(char **names, char **values, int n) {
+    serve_framing f = {0};
+    int spaced = 0;
+    for (int i = 0; i < n; i++) {
+        serve_framing_add(&f, names[i], strlen(names[i]), values[i], strlen(values[i]));
+        spaced |= strchr(names[i], ' ') != NULL;
+    }
+    serve_err e;
+    memset(&e, 0, sizeof e);
+    if (!serve_framing_check(&f, &e)) {
+        if (spaced) abort();
+        return 0;
+    }
+    if (e.status != 400 && e.status != 501) abort();
+    e.status = 400; /* the message checks of a 4xx apply to the 501 too */
+    check_error(&e);
+    return 1;
+}
+
 static void check_request(const uint8_t *data, size_t size) {
     char *r = malloc(size + 1);
     memcpy(r, data, size);
@@ -130,6 +153,10 @@ static void check_request(const uint8_t *data, size_t size) {
     if (!g.loopback_bind && !g.n_hosts && !serve_host_allowed(&g, h.host)) abort();
     if (serve_guard_check(&g, &h, &e)) {
         check_error(&e);
+        free(r);
+        return;
+    }
+    if (framing_refuses(names, values, nh)) {
         free(r);
         return;
     }

@@ -30,7 +30,7 @@ static k3_xtml X;
 /* Render a request given as JSON text; NULL on error (message in k3_errmsg). */
 static char *render(const char *req_json) {
     json_error_t jerr;
-    json_t *req = json_loads(req_json, 0, &jerr);
+    json_t *req = json_loads(req_json, JSON_ALLOW_NUL, &jerr);
     if (!req) {
         printf("  bad test JSON: %s\n", jerr.text);
         return NULL;
@@ -336,6 +336,18 @@ TEST(tool_results_reordered_and_named) {
              asst);
     check_render(req, want);
     check_error("{\"messages\":[{\"role\":\"tool\",\"content\":\"x\"}]}", "messages[0]");
+    /* ids that differ only after a U+0000 are different ids */
+    snprintf(req, sizeof req,
+             "{\"chat_template_kwargs\":{\"thinking\":false},\"add_generation_prompt\":false,"
+             "\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"x\\u0000a\","
+             "\"function\":{\"name\":\"fa\"}},{\"id\":\"x\\u0000b\",\"function\":{\"name\":"
+             "\"fb\"}}]},{\"role\":\"tool\",\"tool_call_id\":\"x\\u0000b\",\"content\":\"B\"},"
+             "{\"role\":\"tool\",\"tool_call_id\":\"x\\u0000a\",\"content\":\"A\"}]}");
+    snprintf(want, sizeof want,
+             "%s" O "message role=\"tool\" tool=\"fa\" index=\"1\"" S "A" END O
+             "message role=\"tool\" tool=\"fb\" index=\"2\"" S "B" END,
+             asst);
+    check_render(req, want);
 }
 
 TEST(bad_requests_name_the_field) {

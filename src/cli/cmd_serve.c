@@ -85,12 +85,24 @@ static void serve_usage(FILE *f) {
                "  --allowed-host NAME  accept this Host header besides loopback names\n"
                "                       (repeatable or comma-separated; '*' = any). A loopback\n"
                "                       --host otherwise answers loopback names only\n"
+               "  --max-connections N  connections open at once (default 512, min 8); the\n"
+               "                       last eighth is kept for new addresses (see below)\n"
                "  --max-conn-per-ip N  connections one address may hold (default 128; 0 = no\n"
                "                       limit; raise it behind a reverse proxy)\n"
                "  --idle-timeout SEC   close a connection idle or not reading this long\n"
                "                       (default 15; 0 = never)\n"
                "  --max-unread BYTES   stream bytes a client may leave unread before its\n"
-               "                       generation pauses (default 1048576)\n");
+               "                       generation pauses (default 1048576)\n"
+               "  --header-timeout SEC a request's headers must be complete this long after\n"
+               "                       the connection opened or the last reply ended, bytes\n"
+               "                       trickling in or not (default 20; 0 = none)\n"
+               "  --body-timeout SEC   a request body must be complete this long after its\n"
+               "                       headers, plus 1 s per --min-body-rate bytes received\n"
+               "                       (default 30; 0 = none)\n"
+               "  --min-body-rate B    bytes per second a body must average (default 4096;\n"
+               "                       0 = --body-timeout is a hard limit). Near the\n"
+               "                       connection cap, the connections still receiving a\n"
+               "                       request of the address holding most are shed\n");
 }
 
 /* Parse an integer option value in [lo, hi]; -1 + message on error. */
@@ -165,7 +177,11 @@ static int parse_opt(const char *a, char *v, serve_opts *o, model_args *m) {
                                              "--allowed-host",
                                              "--max-conn-per-ip",
                                              "--idle-timeout",
-                                             "--max-unread"};
+                                             "--max-unread",
+                                             "--header-timeout",
+                                             "--body-timeout",
+                                             "--min-body-rate",
+                                             "--max-connections"};
     if (!strcmp(a, "--test-mode")) return o->test_mode = 1, 0;
     if (!strcmp(a, "--act-int8")) return k3_act_int8_set(1), 0;
     int known = 0;
@@ -215,6 +231,18 @@ static int parse_opt(const char *a, char *v, serve_opts *o, model_args *m) {
     } else if (!strcmp(a, "--idle-timeout")) {
         if (int_arg(a, v, 0, 1 << 20, &x)) return -1;
         o->idle_timeout_s = (double)x;
+    } else if (!strcmp(a, "--max-connections")) {
+        if (int_arg(a, v, 8, 1 << 16, &x)) return -1;
+        o->max_connections = (int)x;
+    } else if (!strcmp(a, "--header-timeout")) {
+        if (int_arg(a, v, 0, 1 << 20, &x)) return -1;
+        o->header_timeout_s = (double)x;
+    } else if (!strcmp(a, "--body-timeout")) {
+        if (int_arg(a, v, 0, 1 << 20, &x)) return -1;
+        o->body_timeout_s = (double)x;
+    } else if (!strcmp(a, "--min-body-rate")) {
+        if (int_arg(a, v, 0, 1ll << 40, &x)) return -1;
+        o->min_body_rate = (size_t)x;
     } else if (!strcmp(a, "--max-unread")) {
         if (int_arg(a, v, 4096, 1ll << 40, &x)) return -1;
         o->max_unread = (size_t)x;

@@ -210,7 +210,7 @@ static json_t *load(serve_conn *c, serve_err *e) {
         return NULL;
     }
     json_error_t je;
-    json_t *req = json_loadb(c->body.s ? c->body.s : "", c->body.n, 0, &je);
+    json_t *req = json_loadb(c->body.s ? c->body.s : "", c->body.n, JSON_ALLOW_NUL, &je);
     if (!json_is_object(req)) {
         json_decref(req);
         serve_err_set(e, 400, NULL, NULL, "invalid_json",

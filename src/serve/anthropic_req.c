@@ -51,7 +51,7 @@ static int message(json_t *msgs, const json_t *m, size_t i, serve_err *e) {
     }
     if (!json_is_array(c)) return bad(e, p, "content must be a string or an array of blocks.");
     json_t *text = json_array(), *calls = json_array();
-    const char *thinking = NULL;
+    json_t *thinking = NULL; /* borrowed; a string or absent */
     size_t k;
     json_t *b;
     json_array_foreach(c, k, b) {
@@ -77,10 +77,13 @@ static int message(json_t *msgs, const json_t *m, size_t i, serve_err *e) {
             json_t *ct = rc ? block_text(rc, p, e) : json_string("");
             if (!ct) goto fail;
             if (json_is_true(json_object_get(b, "is_error")) && json_is_string(ct)) {
-                char *s = NULL;
-                if (asprintf(&s, "Error: %s", json_string_value(ct)) > 0) {
+                size_t n = json_string_length(ct); /* the text may hold U+0000 */
+                char *s = malloc(n + 7);
+                if (s) {
+                    memcpy(s, "Error: ", 7);
+                    memcpy(s + 7, json_string_value(ct), n);
                     json_decref(ct);
-                    ct = json_string(s);
+                    ct = json_stringn(s, n + 7);
                 }
                 free(s);
             }
@@ -88,7 +91,7 @@ static int message(json_t *msgs, const json_t *m, size_t i, serve_err *e) {
             json_array_append_new(msgs, json_pack("{s:s,s:O,s:o}", "role", "tool", "tool_call_id",
                                                   id, "content", ct));
         } else if (!strcmp(t, "thinking") && !strcmp(role, "assistant")) {
-            thinking = json_string_value(json_object_get(b, "thinking"));
+            thinking = json_object_get(b, "thinking");
         } else if (!strcmp(t, "redacted_thinking")) {
             continue;
         } else {
@@ -98,7 +101,7 @@ static int message(json_t *msgs, const json_t *m, size_t i, serve_err *e) {
     if (json_array_size(text) || json_array_size(calls) || !strcmp(role, "assistant")) {
         json_t *mm = json_pack("{s:s,s:O}", "role", role, "content", text);
         if (json_array_size(calls)) json_object_set(mm, "tool_calls", calls);
-        if (thinking) json_object_set_new(mm, "reasoning_content", json_string(thinking));
+        if (json_is_string(thinking)) json_object_set(mm, "reasoning_content", thinking);
         json_array_append_new(msgs, mm);
     }
     json_decref(text);

@@ -3,8 +3,10 @@
  * Thread per connection: a connection waiting for generated tokens blocks
  * only its own thread, so /health and /v1/models answer at once whatever
  * the scheduler is doing. This file owns the daemon, routing, the Bearer
- * check, the body limit (413), the per-request log line and the
- * SIGINT/SIGTERM shutdown; http_gen.c answers the generation endpoints. */
+ * check, the framing checks (framing.h), the body limit (413), the
+ * per-request log line and the SIGINT/SIGTERM shutdown; conns.c keeps each
+ * connection's request deadline and sheds near the connection cap;
+ * http_gen.c answers the generation endpoints, http_misc.c the small ones. */
 #include <arpa/inet.h>
 #include <malloc.h>
 #include <netdb.h>
@@ -22,12 +24,16 @@
 #include "base/err.h"
 #include "base/mem.h"
 #include "base/utf8safe.h"
+#include "serve/framing.h"
 #include "serve/http_internal.h"
 #include "serve/limits.h"
 #include "serve/webui.h"
 
 #define DRAIN_MAX ((size_t)64 << 20) /* oversized chunked bytes read before hanging up */
 #define TRIM_AFTER ((size_t)1 << 20) /* bodies this big are followed by malloc_trim */
+/* A connection's buffer for the request line and headers (libmicrohttpd's
+ * default, made explicit): longer ones get 414 / 431 from libmicrohttpd. */
+#define HEADER_BUFFER ((size_t)32 << 10)
 
 void serve_opts_default(serve_opts *o) {
     memset(o, 0, sizeof *o);
@@ -49,6 +55,9 @@ void serve_opts_default(serve_opts *o) {
     o->max_conn_per_ip = 128;
     o->idle_timeout_s = 15;
     o->max_unread = (size_t)1 << 20;
+    o->header_timeout_s = 20;
+    o->body_timeout_s = 30;
+    o->min_body_rate = 4096;
 }
 
 /* ---------------- responses ---------------- */
@@ -125,80 +134,6 @@ int serve_ctx_size(const serve_server *srv) {
     return srv->o->ctx_size > 0 ? srv->o->ctx_size : srv->eng->n_ctx_train;
 }
 
-static json_t *model_object(const serve_conn *c, const char *id) {
-    json_t *m = json_pack("{s:s,s:s,s:I,s:s,s:s}", "id", id, "object", "model", "created",
-                          (json_int_t)c->srv->t_start, "owned_by", "k3", "root", c->srv->eng->name);
-    int ctx = serve_ctx_size(c->srv);
-    if (ctx > 0) { /* vLLM's and OpenRouter/LM Studio's names for it */
-        json_object_set_new(m, "max_model_len", json_integer(ctx));
-        json_object_set_new(m, "context_length", json_integer(ctx));
-    }
-    return m;
-}
-
-/* GET /v1/models/{id} */
-static enum MHD_Result handle_model(serve_conn *c) {
-    const char *id = c->rest;
-    if (!serve_model_known(&c->srv->lim, id)) {
-        serve_err e;
-        char got[200], have[200]; /* clipped on character boundaries */
-        k3_utf8_escape(got, sizeof got, id, strlen(id), 0);
-        k3_utf8_escape(have, sizeof have, c->srv->eng->name, strlen(c->srv->eng->name), 0);
-        serve_err_set(&e, 404, NULL, "model", "model_not_found",
-                      "The model '%s' does not exist (this server serves '%s').", got, have);
-        return serve_reply_err(c, &e);
-    }
-    json_t *m = model_object(c, id);
-    char *s = json_dumps(m, JSON_COMPACT);
-    json_decref(m);
-    return serve_reply_json(c, 200, s);
-}
-
-/* Every served id (the name, then the aliases) as a model object. */
-static enum MHD_Result handle_models(serve_conn *c) {
-    json_t *data = json_array();
-    json_array_append_new(data, model_object(c, c->srv->eng->name));
-    for (int i = 0; i < c->srv->o->n_aliases; i++)
-        if (strcmp(c->srv->o->aliases[i], c->srv->eng->name))
-            json_array_append_new(data, model_object(c, c->srv->o->aliases[i]));
-    json_t *doc = json_pack("{s:s,s:o}", "object", "list", "data", data);
-    char *s = json_dumps(doc, JSON_COMPACT);
-    json_decref(doc);
-    return serve_reply_json(c, 200, s);
-}
-
-static int auth_ok(serve_conn *c);
-
-/* /health without the key when one is set: liveness only, no counters. */
-static enum MHD_Result health_minimal(serve_conn *c) {
-    int closing = __atomic_load_n(&c->srv->closing, __ATOMIC_SEQ_CST);
-    return serve_reply_json(
-        c, 200, k3_xstrdup(closing ? "{\"status\":\"closing\"}" : "{\"status\":\"ok\"}"));
-}
-
-static enum MHD_Result handle_health(serve_conn *c) {
-    if (!auth_ok(c)) return health_minimal(c);
-    serve_sched_stats st = serve_sched_get_stats(c->srv->sched);
-    json_t *cache =
-        json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I}", "entries", st.cache_entries, "bytes",
-                  (json_int_t)st.cache_bytes, "budget", (json_int_t)st.cache_budget, "lookups",
-                  (json_int_t)st.cache_lookups, "hits", (json_int_t)st.cache_hits, "tokens_reused",
-                  (json_int_t)st.cache_tokens_reused, "evictions", (json_int_t)st.cache_evictions);
-    json_t *doc =
-        json_pack("{s:s,s:s,s:i,s:i,s:I,s:I,s:I,s:I,s:o}", "status",
-                  __atomic_load_n(&c->srv->closing, __ATOMIC_SEQ_CST) ? "closing" : "ok", "model",
-                  c->srv->eng->name, "active", st.active, "queued", st.queued, "requests_done",
-                  (json_int_t)st.requests_done, "prefill_tokens", (json_int_t)st.prefill_tokens,
-                  "decode_tokens", (json_int_t)st.decode_tokens, "rss_bytes",
-                  (json_int_t)k3_current_rss(), "prompt_cache", cache);
-    json_object_set_new(doc, "batch", serve_sched_stats_json(&st));
-    json_object_set_new(doc, "limits", serve_limits_json(c->srv->o, serve_ctx_size(c->srv)));
-    json_object_set_new(doc, "paused", json_integer(st.paused));
-    char *s = json_dumps(doc, JSON_COMPACT);
-    json_decref(doc);
-    return serve_reply_json(c, 200, s);
-}
-
 static enum MHD_Result handle_chat(serve_conn *c) {
     return serve_handle_generate(c, SERVE_CHAT);
 }
@@ -214,13 +149,13 @@ static enum MHD_Result handle_completions(serve_conn *c) {
  * goes to c->rest. */
 static const serve_route ROUTES[] = {
     {"/", SERVE_GET, 0, 1, serve_handle_webui, 0},
-    {"/health", SERVE_GET, 0, 1, handle_health, 0},
+    {"/health", SERVE_GET, 0, 1, serve_handle_health, 0},
     {"/metrics", SERVE_GET, 0, 0, serve_handle_metrics, 0},
     {"/props", SERVE_GET, 0, 0, serve_handle_props, 0},
     {"/tokenize", SERVE_POST, 0, 0, serve_handle_tokenize, 0},
     {"/detokenize", SERVE_POST, 0, 0, serve_handle_detokenize, 0},
-    {"/v1/models", SERVE_GET, 0, 0, handle_models, 0},
-    {"/v1/models/", SERVE_GET, 1, 0, handle_model, 0},
+    {"/v1/models", SERVE_GET, 0, 0, serve_handle_models, 0},
+    {"/v1/models/", SERVE_GET, 1, 0, serve_handle_model, 0},
     {"/v1/chat/completions", SERVE_POST, 0, 0, handle_chat, 0},
     {"/v1/completions", SERVE_POST, 0, 0, handle_completions, 0},
     {"/v1/responses", SERVE_POST, 0, 0, serve_handle_responses, 0},
@@ -255,6 +190,10 @@ static int auth_ok(serve_conn *c) {
                             MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Authorization"),
                             MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "x-api-key"),
                             &cred);
+}
+
+int serve_auth_ok(serve_conn *c) {
+    return auth_ok(c);
 }
 
 static enum MHD_Result reply_unauthorized(serve_conn *c) {
@@ -352,6 +291,15 @@ static int declared_too_big(serve_conn *c) {
     return cl && strtoull(cl, NULL, 10) > c->srv->o->max_body;
 }
 
+/* Queue e's answer; the connection is closed after it (libmicrohttpd then
+ * reads no more of the request). Returns 1. */
+static int refuse_and_close(serve_conn *c, const serve_err *e) {
+    c->close_conn = 1;
+    serve_reply_err(c, e);
+    if (!c->status) c->status = e->status; /* for the log even if queueing failed */
+    return 1;
+}
+
 /* Host / Origin / Content-Length+chunked checks (serve/guard.h); on refusal
  * the answer is queued and the connection closed after it. */
 static int guard_refuses(serve_conn *c) {
@@ -364,10 +312,51 @@ static int guard_refuses(serve_conn *c) {
             MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Transfer-Encoding")};
     serve_err e;
     if (!serve_guard_check(&c->srv->guard, &h, &e)) return 0;
-    c->close_conn = 1;
-    serve_reply_err(c, &e);
-    if (!c->status) c->status = e.status; /* for the log even if queueing failed */
-    return 1;
+    return refuse_and_close(c, &e);
+}
+
+static enum MHD_Result add_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                  size_t key_size, const char *value, size_t value_size) {
+    serve_framing_add(cls, key, key_size, value, value_size);
+    return MHD_YES;
+}
+
+/* Header names, Content-Length, Transfer-Encoding (serve/framing.h): every
+ * header, duplicates included, not only the first of each name. */
+static int framing_refuses(serve_conn *c) {
+    serve_framing f = {0};
+    MHD_get_connection_values_n(c->conn, MHD_HEADER_KIND, add_header, &f);
+    serve_err e;
+    if (!serve_framing_check(&f, &e)) return 0;
+    return refuse_and_close(c, &e);
+}
+
+/* The first call for a request: its headers are in. Checks that need no
+ * body run here, so a refused request is answered before any is read. */
+static enum MHD_Result begin_request(serve_server *srv, serve_conn *c, const char *url,
+                                     const char *method) {
+    c->t0 = k3_now();
+    /* method and path are client bytes: escaped (invalid UTF-8, control
+     * characters) for messages and the log; routing uses the raw url */
+    k3_utf8_escape(c->method, sizeof c->method, method, strlen(method), K3_UTF8_CTRL);
+    k3_utf8_escape(c->path, sizeof c->path, url, strlen(url), K3_UTF8_CTRL);
+    c->url = k3_xstrdup(url);
+    __atomic_add_fetch(&srv->inflight, 1, __ATOMIC_SEQ_CST);
+    c->route = find_route(c->url, &c->rest);
+    if (guard_refuses(c) || framing_refuses(c))
+        return MHD_YES; /* Host, Origin, framing: before all else */
+    if (c->route && !c->route->open && strcmp(method, "OPTIONS") && !auth_ok(c))
+        return reply_unauthorized(c); /* before reading any body */
+    if (!strcmp(method, "POST") && declared_too_big(c)) {
+        c->too_big = 1;
+        return route(c);
+    }
+    return MHD_YES;
+}
+
+/* The connection's deadline now runs for phase p (serve/conns.h). */
+static void set_phase(serve_conn *c, serve_phase p) {
+    if (c->slot) serve_conns_phase(&c->srv->conns, c->slot, p, k3_now());
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -379,25 +368,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         c = k3_xcalloc(1, sizeof *c);
         c->srv = srv;
         c->conn = conn;
-        c->t0 = k3_now();
-        /* method and path are client bytes: escaped (invalid UTF-8, control
-         * characters) for messages and the log; routing uses the raw url */
-        k3_utf8_escape(c->method, sizeof c->method, method, strlen(method), K3_UTF8_CTRL);
-        k3_utf8_escape(c->path, sizeof c->path, url, strlen(url), K3_UTF8_CTRL);
-        c->url = k3_xstrdup(url);
+        c->slot = serve_conns_slot(conn);
         *con_cls = c;
-        __atomic_add_fetch(&srv->inflight, 1, __ATOMIC_SEQ_CST);
-        c->route = find_route(c->url, &c->rest);
-        if (guard_refuses(c)) return MHD_YES; /* Host, Origin, framing: before all else */
-        if (c->route && !c->route->open && strcmp(method, "OPTIONS") && !auth_ok(c))
-            return reply_unauthorized(c); /* before reading any body */
-        if (!strcmp(method, "POST") && declared_too_big(c)) {
-            c->too_big = 1;
-            return route(c);
-        }
-        return MHD_YES;
+        enum MHD_Result r = begin_request(srv, c, url, method);
+        set_phase(c, c->status ? SERVE_PHASE_RUN : SERVE_PHASE_BODY); /* answered: no body */
+        return r;
     }
     if (*upload_size) {
+        if (c->slot) serve_conns_body_bytes(&srv->conns, c->slot, *upload_size);
         if (c->status) { /* answered already (401, 413): ignore the body */
             *upload_size = 0;
             return MHD_YES;
@@ -415,6 +393,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *upload_size = 0;
         return MHD_YES;
     }
+    set_phase(c, SERVE_PHASE_RUN); /* the request is complete */
     if (c->status) return MHD_YES; /* already answered (early 413) */
     return route(c);
 }
@@ -480,6 +459,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         log_request(c);
     }
     __atomic_sub_fetch(&c->srv->inflight, 1, __ATOMIC_SEQ_CST);
+    set_phase(c, SERVE_PHASE_HEAD); /* a kept-alive connection waits for the next request */
     size_t body_cap = c->body.cap;
     k3_buf_free(&c->body);
     free(c->url);
@@ -527,6 +507,8 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
     char raw[512], msg[600];
     vsnprintf(raw, sizeof raw, fmt, ap);
     if (strstr(raw, "application error generating response")) return;
+    /* every connection shed or past its deadline (conns.h, counted there) */
+    if (strstr(raw, "closed when reading request")) return;
     size_t n = strlen(raw);
     while (n && raw[n - 1] == '\n') n--;
     k3_utf8_escape(msg, sizeof msg, raw, n, K3_UTF8_CTRL); /* may quote client bytes */
@@ -550,10 +532,11 @@ static struct MHD_Daemon *start_daemon(serve_server *srv, int *port_out) {
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, (uint16_t)o->port, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
         NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, srv, MHD_OPTION_CONNECTION_TIMEOUT, idle, MHD_OPTION_CONNECTION_LIMIT,
+        on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, serve_conns_notify, &srv->conns,
+        MHD_OPTION_CONNECTION_TIMEOUT, idle, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)o->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         (unsigned)(o->max_conn_per_ip > 0 ? o->max_conn_per_ip : 0), MHD_OPTION_THREAD_STACK_SIZE,
-        (size_t)1 << 20, MHD_OPTION_END);
+        (size_t)1 << 20, MHD_OPTION_CONNECTION_MEMORY_LIMIT, HEADER_BUFFER, MHD_OPTION_END);
     if (!d) {
         k3_seterr("cannot listen on %s:%d (address in use or not permitted)", o->host, o->port);
         return NULL;
@@ -636,24 +619,33 @@ int serve_run(serve_engine *e, const serve_opts *o) {
         serve_metrics_free(&srv.metrics);
         return -1;
     }
+    serve_conns_opts co = {.header_timeout_s = o->header_timeout_s,
+                           .body_timeout_s = o->body_timeout_s,
+                           .min_body_rate = (double)o->min_body_rate,
+                           .max_connections = o->max_connections};
+    serve_conns_init(&srv.conns, &co);
     int port = 0;
-    struct MHD_Daemon *d = start_daemon(&srv, &port);
+    struct MHD_Daemon *d = serve_conns_start(&srv.conns) ? NULL : start_daemon(&srv, &port);
     if (!d) {
+        serve_conns_free(&srv.conns);
         serve_sched_free(srv.sched);
         serve_metrics_free(&srv.metrics);
         return -1;
     }
     fprintf(stderr,
             "k3 serve: limits: ctx-size %d, max-tokens %d, max-body %zu, timeout %gs, "
-            "idle-timeout %gs, max-connections %d, max-conn-per-ip %d, max-unread %zu\n",
+            "idle-timeout %gs, header-timeout %gs, body-timeout %gs + 1s per %zu bytes, "
+            "max-connections %d, max-conn-per-ip %d, max-unread %zu\n",
             serve_ctx_size(&srv), o->max_tokens_cap, o->max_body, o->timeout_s, o->idle_timeout_s,
-            o->max_connections, o->max_conn_per_ip, o->max_unread);
+            o->header_timeout_s, o->body_timeout_s, o->min_body_rate, o->max_connections,
+            o->max_conn_per_ip, o->max_unread);
     fprintf(stderr, "k3 serve: model %s, listening on http://%s:%d%s\n", e->name, o->host, port,
             o->test_mode ? " (test mode)" : "");
     int sig = 0;
     sigwait(&set, &sig);
     fprintf(stderr, "k3 serve: %s received, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     shutdown_server(&srv, d);
+    serve_conns_free(&srv.conns); /* after the daemon: its last CLOSED notifications */
     serve_metrics_free(&srv.metrics);
     serve_rstore_free(srv.rstore);
     fprintf(stderr, "k3 serve: stopped\n");

@@ -7,6 +7,7 @@
 #include <microhttpd.h>
 #include <stddef.h>
 
+#include "serve/conns.h"
 #include "serve/engine.h"
 #include "serve/guard.h"
 #include "serve/metrics.h"
@@ -25,8 +26,9 @@ typedef struct {
     int inflight; /* requests between first call and completion (atomic) */
     double t_start;
     serve_metrics metrics;
-    serve_guard guard;    /* Host / Origin / framing checks (issue 12) */
+    serve_guard guard;    /* Host / Origin / framing checks */
     serve_rstore *rstore; /* Responses API store (rstore.h) */
+    serve_conns conns;    /* open connections, their deadlines, shedding */
 } serve_server;
 
 struct serve_conn;
@@ -57,6 +59,7 @@ typedef struct serve_conn {
     serve_job *job;           /* generation requests */
     const serve_route *route; /* NULL: unknown path */
     const char *rest;         /* prefix routes: the path after the prefix */
+    serve_conn_slot *slot;    /* the connection's deadline entry (conns.h); may be NULL */
 } serve_conn;
 
 /* Queue a response (takes ownership of body), with the CORS headers. */
@@ -82,7 +85,15 @@ int serve_ctx_size(const serve_server *srv);
  * clamps *max_tokens to the room left. 0 or -1 + *e. */
 int serve_fit_context(const serve_server *srv, int64_t n_prompt, int *max_tokens, serve_err *e);
 
-/* http_misc.c: GET /metrics, GET /props, POST /tokenize, POST /detokenize. */
+/* 1 if the request carries the API key (or none is set): Authorization:
+ * Bearer KEY or x-api-key: KEY (http.c). */
+int serve_auth_ok(serve_conn *c);
+
+/* http_misc.c: GET /health, /v1/models, /v1/models/{id}, /metrics, /props,
+ * POST /tokenize, POST /detokenize. */
+enum MHD_Result serve_handle_health(serve_conn *c);
+enum MHD_Result serve_handle_models(serve_conn *c);
+enum MHD_Result serve_handle_model(serve_conn *c);
 enum MHD_Result serve_handle_metrics(serve_conn *c);
 enum MHD_Result serve_handle_props(serve_conn *c);
 enum MHD_Result serve_handle_tokenize(serve_conn *c);

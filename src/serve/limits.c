@@ -91,11 +91,16 @@ int serve_job_unread_over(serve_job *j, size_t max_unread) {
 }
 
 json_t *serve_limits_json(const serve_opts *o, int ctx_size) {
-    return json_pack("{s:i,s:i,s:I,s:f,s:f,s:i,s:i,s:I,s:i,s:i,s:i}", "ctx_size", ctx_size,
-                     "max_tokens", o->max_tokens_cap, "max_body", (json_int_t)o->max_body,
-                     "timeout_s", o->timeout_s, "idle_timeout_s", o->idle_timeout_s,
-                     "max_connections", o->max_connections, "max_conn_per_ip", o->max_conn_per_ip,
-                     "max_unread", (json_int_t)o->max_unread, "max_json_depth",
-                     SERVE_JSON_MAX_DEPTH, "max_json_containers", SERVE_JSON_MAX_CONTAINERS,
-                     "max_json_values", SERVE_JSON_MAX_VALUES);
+    json_t *l = json_pack("{s:i,s:i,s:I,s:f,s:f,s:i,s:i,s:I,s:i,s:i,s:i}", "ctx_size", ctx_size,
+                          "max_tokens", o->max_tokens_cap, "max_body", (json_int_t)o->max_body,
+                          "timeout_s", o->timeout_s, "idle_timeout_s", o->idle_timeout_s,
+                          "max_connections", o->max_connections, "max_conn_per_ip",
+                          o->max_conn_per_ip, "max_unread", (json_int_t)o->max_unread,
+                          "max_json_depth", SERVE_JSON_MAX_DEPTH, "max_json_containers",
+                          SERVE_JSON_MAX_CONTAINERS, "max_json_values", SERVE_JSON_MAX_VALUES);
+    json_object_set_new(l, "header_timeout_s", json_real(o->header_timeout_s));
+    json_object_set_new(l, "body_timeout_s", json_real(o->body_timeout_s));
+    json_object_set_new(l, "min_body_rate", json_integer((json_int_t)o->min_body_rate));
+    json_object_set_new(l, "max_reply", json_integer(SERVE_MAX_REPLY));
+    return l;
 }

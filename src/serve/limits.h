@@ -27,6 +27,8 @@
 #define SERVE_JSON_MAX_DEPTH 64
 #define SERVE_JSON_MAX_CONTAINERS 100000 /* objects + arrays */
 #define SERVE_JSON_MAX_VALUES 500000     /* every value, containers included */
+/* Bytes of a /tokenize or /detokenize reply; more is 400 reply_too_large. */
+#define SERVE_MAX_REPLY (32 << 20)
 
 typedef struct {
     int depth;         /* deepest nesting seen */

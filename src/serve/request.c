@@ -129,6 +129,12 @@ static int get_bool(const json_t *obj, const char *key, const char *param, int *
 
 /* ---- messages ---- */
 
+/* A keyword-valued string (a role, a type, an enum value) compared with
+ * strcmp must not hide bytes after a U+0000: "user\u0000x" is not "user". */
+static int is_keyword(const json_t *s) {
+    return json_is_string(s) && strlen(json_string_value(s)) == json_string_length(s);
+}
+
 static int check_content(const json_t *c, const char *param, int nullable, serve_err *err) {
     char p[96];
     if (!c || json_is_null(c)) {
@@ -147,7 +153,7 @@ static int check_content(const json_t *c, const char *param, int nullable, serve
         if (!json_is_string(t))
             return serve_err_set(err, 400, NULL, p, "invalid_value",
                                  "'%s.type' must be a string such as \"text\".", p);
-        if (strcmp(json_string_value(t), "text"))
+        if (!is_keyword(t) || strcmp(json_string_value(t), "text"))
             return serve_err_set(err, 400, NULL, p, "invalid_value",
                                  "Content part type '%s' in '%s' is not supported (text only).",
                                  json_string_value(t), p);
@@ -187,7 +193,7 @@ static int check_message(const json_t *m, size_t i, serve_err *err) {
     json_t *role = json_object_get(m, "role");
     pname(p, sizeof p, "messages[%zu].role", i);
     if (!json_is_string(role)) return type_err(err, p, "a string", role ? role : json_null());
-    const char *r = json_string_value(role);
+    const char *r = is_keyword(role) ? json_string_value(role) : "";
     if (!strcmp(r, "developer")) { /* OpenAI's newer name for system (the renderer knows system) */
         json_object_set_new((json_t *)m, "role", json_string("system"));
         r = "system";
@@ -253,7 +259,7 @@ static int parse_tools(serve_req *q, serve_err *err) {
     json_t *tc = opt(q->root, "tool_choice");
     if (tc) {
         if (json_is_string(tc)) {
-            const char *s = json_string_value(tc);
+            const char *s = is_keyword(tc) ? json_string_value(tc) : "";
             if (strcmp(s, "auto") && strcmp(s, "none") && strcmp(s, "required"))
                 return serve_err_set(err, 400, NULL, "tool_choice", "invalid_value",
                                      "'tool_choice' must be auto, none, required or an object; "
@@ -274,7 +280,7 @@ static int parse_response_format(serve_req *q, serve_err *err) {
     json_t *t = json_object_get(rf, "type");
     if (!json_is_string(t))
         return type_err(err, "response_format.type", "a string", t ? t : json_null());
-    const char *s = json_string_value(t);
+    const char *s = is_keyword(t) ? json_string_value(t) : "";
     if (strcmp(s, "text") && strcmp(s, "json_object") && strcmp(s, "json_schema"))
         return serve_err_set(err, 400, NULL, "response_format.type", "invalid_value",
                              "'response_format.type' must be text, json_object or json_schema; "
@@ -308,7 +314,7 @@ static int parse_thinking(serve_req *q, serve_err *err) {
     if (eff) {
         if (!json_is_string(eff)) return type_err(err, "reasoning_effort", "a string", eff);
         const char *e = NULL; /* one mapping for every route (text/chat.h) */
-        int on = k3_chat_effort_map(json_string_value(eff), &e);
+        int on = is_keyword(eff) ? k3_chat_effort_map(json_string_value(eff), &e) : -1;
         if (on < 0)
             return serve_err_set(err, 400, NULL, "reasoning_effort", "invalid_value",
                                  "'reasoning_effort' must be " K3_CHAT_EFFORT_VALUES "; got '%s'.",
@@ -382,13 +388,21 @@ static int parse_max_tokens(serve_req *q, const serve_limits *lim, serve_err *er
     return 0;
 }
 
+/* Stop sequences are matched as C strings: one holding U+0000 is refused
+ * rather than cut short (it would stop at its first part). */
+static int add_stop(serve_req *q, const json_t *s, const char *param, serve_err *err) {
+    if (!json_string_length(s)) return 0;
+    if (!is_keyword(s))
+        return serve_err_set(err, 400, NULL, param, "invalid_value",
+                             "'%s' must not contain U+0000.", param);
+    q->stop[q->n_stop++] = json_string_value(s);
+    return 0;
+}
+
 static int parse_stop(serve_req *q, serve_err *err) {
     json_t *s = opt(q->root, "stop");
     if (!s) return 0;
-    if (json_is_string(s)) {
-        if (json_string_length(s)) q->stop[q->n_stop++] = json_string_value(s);
-        return 0;
-    }
+    if (json_is_string(s)) return add_stop(q, s, "stop", err);
     if (!json_is_array(s)) return type_err(err, "stop", "a string or an array of strings", s);
     if (json_array_size(s) > SERVE_MAX_STOP)
         return serve_err_set(err, 400, NULL, "stop", "invalid_value",
@@ -400,7 +414,7 @@ static int parse_stop(serve_req *q, serve_err *err) {
         char p[32];
         pname(p, sizeof p, "stop[%zu]", i);
         if (!json_is_string(e)) return type_err(err, p, "a string", e);
-        if (json_string_length(e)) q->stop[q->n_stop++] = json_string_value(e);
+        if (add_stop(q, e, p, err)) return -1;
     }
     return 0;
 }
@@ -515,7 +529,7 @@ int serve_req_parse(const char *body, size_t len, serve_kind kind, const serve_l
         return serve_err_set(err, 400, NULL, NULL, "invalid_utf8",
                              "The request body is not valid UTF-8.");
     json_error_t je;
-    q->root = json_loadb(body, len, 0, &je);
+    q->root = json_loadb(body, len, JSON_ALLOW_NUL, &je);
     if (!q->root)
         return serve_err_set(err, 400, NULL, NULL, "invalid_json",
                              "The request body is not valid JSON: %s (line %d, column %d).",

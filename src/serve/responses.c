@@ -365,7 +365,7 @@ static json_t *parse_body(serve_conn *c, serve_err *e) {
         return NULL;
     }
     if (serve_json_budget(b, c->body.n, NULL, e)) return NULL;
-    json_t *req = json_loadb(b, c->body.n, 0, &je);
+    json_t *req = json_loadb(b, c->body.n, JSON_ALLOW_NUL, &je);
     if (!json_is_object(req)) {
         json_decref(req);
         serve_err_set(e, 400, NULL, NULL, "invalid_json",

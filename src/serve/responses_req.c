@@ -71,7 +71,7 @@ static json_t *open_assistant(json_t *msgs) {
 }
 
 static int input_item(json_t *msgs, const json_t *it, const char *type, const char *p,
-                      const char **reasoning_p, json_t *stored, serve_err *e);
+                      json_t **reasoning_p, json_t *stored, serve_err *e);
 
 static int input_items(json_t *msgs, const json_t *input, const serve_rscope *rs, json_t *stored,
                        serve_err *e) {
@@ -82,14 +82,14 @@ static int input_items(json_t *msgs, const json_t *input, const serve_rscope *rs
     }
     if (!json_is_array(input))
         return bad(e, "input", "'input' must be a string or an array of items.");
-    const char *reasoning = NULL;
+    json_t *reasoning = NULL; /* owned: a copy of the text, U+0000 and all */
     size_t i;
     json_t *it;
     json_array_foreach(input, i, it) {
         char p[64];
         snprintf(p, sizeof p, "input[%zu]", i);
         if (!json_is_object(it)) {
-            free((char *)reasoning);
+            json_decref(reasoning);
             return bad(e, p, "Each input item must be an object.");
         }
         const char *type = json_string_value(json_object_get(it, "type"));
@@ -98,7 +98,7 @@ static int input_items(json_t *msgs, const json_t *input, const serve_rscope *rs
             const char *rid = json_string_value(json_object_get(it, "id"));
             ref = rid && rs && rs->store ? serve_rstore_item(rs->store, rs->key, rs->key_len, rid)
                                          : NULL;
-            if (!ref) free((char *)reasoning);
+            if (!ref) json_decref(reasoning);
             if (!ref)
                 return serve_err_set(e, 400, NULL, p, "item_not_found",
                                      "Item with id '%.64s' not found.", rid ? rid : "?");
@@ -109,19 +109,19 @@ static int input_items(json_t *msgs, const json_t *input, const serve_rscope *rs
         int rc = input_item(msgs, it, type, p, &reasoning, ref ? NULL : stored, e);
         json_decref(ref);
         if (rc) {
-            free((char *)reasoning);
+            json_decref(reasoning);
             return -1;
         }
     }
-    free((char *)reasoning);
+    json_decref(reasoning);
     return 0;
 }
 
 /* One input item → chat messages; its stored form is appended to stored
  * (when not NULL). */
 static int input_item(json_t *msgs, const json_t *it, const char *type, const char *p,
-                      const char **reasoning_p, json_t *stored, serve_err *e) {
-    const char *reasoning = *reasoning_p;
+                      json_t **reasoning_p, json_t *stored, serve_err *e) {
+    json_t *reasoning = *reasoning_p;
     {
         if (!type || !strcmp(type, "message")) {
             const char *role = json_string_value(json_object_get(it, "role"));
@@ -135,8 +135,7 @@ static int input_item(json_t *msgs, const json_t *it, const char *type, const ch
             json_t *m = json_pack("{s:s,s:o}", "role", !strcmp(role, "developer") ? "system" : role,
                                   "content", c);
             if (!strcmp(role, "assistant") && reasoning) {
-                json_object_set_new(m, "reasoning_content", json_string(reasoning));
-                free((char *)reasoning);
+                json_object_set_new(m, "reasoning_content", reasoning);
                 reasoning = NULL;
             }
             json_array_append_new(msgs, m);
@@ -153,8 +152,7 @@ static int input_item(json_t *msgs, const json_t *it, const char *type, const ch
                     json_array_append_new(msgs, m);
                 }
                 json_object_set_new(m, "tool_calls", json_array());
-                if (reasoning) json_object_set_new(m, "reasoning_content", json_string(reasoning));
-                free((char *)reasoning);
+                if (reasoning) json_object_set_new(m, "reasoning_content", reasoning);
                 reasoning = NULL;
             }
             if (stored)
@@ -182,13 +180,16 @@ static int input_item(json_t *msgs, const json_t *it, const char *type, const ch
             /* summary (or content) text goes back as the next assistant turn's reasoning */
             json_t *parts = opt(it, "summary") ? opt(it, "summary") : opt(it, "content");
             json_t *first = json_array_get(parts, 0);
-            const char *rt = json_string_value(json_object_get(first, "text"));
-            free((char *)reasoning); /* a copy: the item may be a resolved reference */
-            reasoning = rt ? strdup(rt) : NULL;
+            json_t *rt = json_object_get(first, "text");
+            json_decref(reasoning); /* a copy: the item may be a resolved reference */
+            reasoning = json_is_string(rt)
+                            ? json_stringn(json_string_value(rt), json_string_length(rt))
+                            : NULL;
             if (stored)
-                json_array_append_new(stored, json_pack("{s:s,s:[{s:s,s:s}]}", "type", "reasoning",
-                                                        "summary", "type", "summary_text", "text",
-                                                        rt ? rt : ""));
+                json_array_append_new(
+                    stored, json_pack("{s:s,s:[{s:s,s:o}]}", "type", "reasoning", "summary", "type",
+                                      "summary_text", "text",
+                                      reasoning ? json_incref(reasoning) : json_string("")));
         } else {
             serve_err_set(e, 400, NULL, p, "unsupported_value",
                           "Input item type '%s' is not supported (message, function_call, "

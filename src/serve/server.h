@@ -46,6 +46,10 @@ typedef struct {
     int max_conn_per_ip;   /* connections one client address may hold (0: no limit) */
     double idle_timeout_s; /* a connection idle (or not reading) this long is closed (0: none) */
     size_t max_unread;     /* stream bytes a client may leave unread before generation pauses */
+    /* request deadlines independent of activity (serve/conns.h; 0: none) */
+    double header_timeout_s; /* headers complete within this of the connection / last reply */
+    double body_timeout_s;   /* a body within this, plus 1 s per min_body_rate bytes */
+    size_t min_body_rate;
 } serve_opts;
 
 void serve_opts_default(serve_opts *o);

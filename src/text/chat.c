@@ -318,9 +318,15 @@ static int is_role(const json_t *m, const char *role) {
  * position, so a binary search finds the first call with an id. Built once
  * per assistant message: O(m log m), each lookup O(log m). */
 typedef struct {
-    const char *id;
+    const char *id; /* may hold U+0000: compared with its length */
+    size_t len;
     size_t pos; /* 1-based */
 } call_ref;
+
+static int id_cmp(const char *a, size_t an, const char *b, size_t bn) {
+    int c = memcmp(a, b, an < bn ? an : bn);
+    return c ? c : (an > bn) - (an < bn);
+}
 
 typedef struct {
     call_ref *v;
@@ -329,7 +335,7 @@ typedef struct {
 
 static int call_ref_cmp(const void *a, const void *b) {
     const call_ref *x = a, *y = b;
-    int c = strcmp(x->id, y->id);
+    int c = id_cmp(x->id, x->len, y->id, y->len);
     return c ? c : (x->pos > y->pos) - (x->pos < y->pos);
 }
 
@@ -339,23 +345,24 @@ static void call_index_build(call_index *ix, const json_t *assistant) {
     ix->v = k3_xmalloc((m ? m : 1) * sizeof *ix->v);
     ix->n = 0;
     for (size_t k = 0; k < m; k++) {
-        const char *cid = json_string_value(json_object_get(json_array_get(calls, k), "id"));
-        if (cid) ix->v[ix->n++] = (call_ref){cid, k + 1};
+        const json_t *cid = json_object_get(json_array_get(calls, k), "id");
+        if (json_is_string(cid))
+            ix->v[ix->n++] = (call_ref){json_string_value(cid), json_string_length(cid), k + 1};
     }
     qsort(ix->v, ix->n, sizeof *ix->v, call_ref_cmp);
 }
 
 /* Position (1-based) of the first call with this id; 0 if absent. */
-static size_t call_index_find(const call_index *ix, const char *id) {
+static size_t call_index_find(const call_index *ix, const char *id, size_t len) {
     size_t lo = 0, hi = ix->n;
     while (lo < hi) { /* first entry with v.id >= id */
         size_t mid = lo + (hi - lo) / 2;
-        if (strcmp(ix->v[mid].id, id) < 0)
+        if (id_cmp(ix->v[mid].id, ix->v[mid].len, id, len) < 0)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < ix->n && !strcmp(ix->v[lo].id, id) ? ix->v[lo].pos : 0;
+    return lo < ix->n && !id_cmp(ix->v[lo].id, ix->v[lo].len, id, len) ? ix->v[lo].pos : 0;
 }
 
 /* A tool message and the position of the call it answers. */
@@ -384,8 +391,9 @@ static void reorder_run(json_t *msgs, size_t lo, size_t hi, const json_t *assist
         run[i].order = i;
         const json_t *idv = json_object_get(run[i].msg, "tool_call_id");
         if (!k3_pytruthy(idv)) idv = json_object_get(run[i].msg, "id");
-        const char *id = json_string_value(idv);
-        run[i].pos = id ? call_index_find(ix, id) : 0;
+        run[i].pos = json_is_string(idv)
+                         ? call_index_find(ix, json_string_value(idv), json_string_length(idv))
+                         : 0;
         all = run[i].pos > 0;
     }
     for (size_t i = 0; all && i < n; i++) { /* copy, rename */

@@ -37,6 +37,7 @@ printf '%s' "1reason${C}think${S}${O}response${S}answer <| x${C}response${S}${O}
 printf '%s' "0said <|open|>tools<|sep|><|open|>call tool=\"x\"<|sep|><|close|>call<|sep|>${O}think${S}r${C}think${S}${O}x${S}" >"$seeds/chan/2"
 printf '%s' "2${O}tools${S}${CALL}${C}tools${S}after" >"$seeds/chan/3"
 printf '%s' "${CALL}${O}call index=\"2\"${S}${C}call${S}${JCALL}${O}call tool=\"t\"${S}${O}argument key=\"x\" type=\"num" >"$seeds/tool/1"
+printf '%s' '{"messages":[{"role":"user","content":"a\u0000b","name":"n\u0000"},{"role":"assistant","reasoning_content":"r\u0000","content":"\u0000","tool_calls":[{"id":"i\u0000","function":{"name":"f","arguments":"{\"x\": \"\\u0000\"}"}}]},{"role":"tool","tool_call_id":"i\u0000","content":[{"type":"text","text":"bin\u0000"}]}]}' >"$seeds/req/nul"
 for t in chat_request:req xtml:xtml channels:chan toolcall:tool; do
     fuzz_build "fuzz_${t%%:*}" "$OBJ"/*.o && fuzz_run "fuzz_${t%%:*}" "$seeds/${t#*:}" -- -max_total_time=4 -max_len=4096
 done

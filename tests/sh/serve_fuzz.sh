@@ -21,5 +21,10 @@ printf 'POST /v1/chat/completions\nHost: localhost:8000\nOrigin: https://ok.exam
 printf 'POST /v1/completions\nHost: [::1]:80\nOrigin: null\n\n{"prompt":"x"}' >"$corpus/9"
 printf 'GET /%%ff\nHost: evil.example\nContent-Length: 5\nTransfer-Encoding: chunked\n\n' >"$corpus/10"
 printf 'POST /v1/chat/completions\nHost: k3.internal\n\n[[[[[[[[[[{},{},{},{"a":[1,2,3]}]]]]]]]]]' >"$corpus/11"
-fuzz_build fuzz_http_request src/serve/request.c src/serve/guard.c src/serve/limits.c src/text/chat_effort.c &&
+# framing: differing lengths, a space before the colon, unknown codings; U+0000 in text
+printf 'POST /tokenize\nHost: localhost\nContent-Length: 5\nContent-Length: 50\n\n{"content":"a"}' >"$corpus/framing1"
+printf 'POST /tokenize\nHost: localhost\nTransfer-Encoding : chunked\nTransfer-Encoding: gzip\n\n' >"$corpus/framing2"
+printf '%s' '{"messages":[{"role":"user","content":"a\u0000b"},{"role":"assistant","content":"\u0000","reasoning_content":"r\u0000"},{"role":"user\u0000x","content":"c"}],"stop":["s\u0000"]}' >"$corpus/nul"
+fuzz_build fuzz_http_request src/serve/request.c src/serve/guard.c src/serve/limits.c src/serve/framing.c \
+    src/text/chat_effort.c &&
     fuzz_run fuzz_http_request "$corpus"
