@@ -609,6 +609,7 @@ int serve_run(serve_engine *e, const serve_opts *o) {
     srv.lim.test_mode = o->test_mode;
     srv.lim.aliases = o->aliases;
     srv.lim.n_aliases = o->n_aliases;
+    srv.lim.vocab = e->vocab;
     if (o->api_key && !*o->api_key) {
         k3_seterr("--api-key is empty (omit it to run without authentication)");
         return -1;
