@@ -21,5 +21,5 @@ printf 'POST /v1/chat/completions\nHost: localhost:8000\nOrigin: https://ok.exam
 printf 'POST /v1/completions\nHost: [::1]:80\nOrigin: null\n\n{"prompt":"x"}' >"$corpus/9"
 printf 'GET /%%ff\nHost: evil.example\nContent-Length: 5\nTransfer-Encoding: chunked\n\n' >"$corpus/10"
 printf 'POST /v1/chat/completions\nHost: k3.internal\n\n[[[[[[[[[[{},{},{},{"a":[1,2,3]}]]]]]]]]]' >"$corpus/11"
-fuzz_build fuzz_http_request src/serve/request.c src/serve/guard.c src/serve/limits.c &&
+fuzz_build fuzz_http_request src/serve/request.c src/serve/request_openai.c src/serve/guard.c src/serve/limits.c &&
     fuzz_run fuzz_http_request "$corpus"
