@@ -13,8 +13,8 @@ BUILD ?= build
 CC ?= cc
 OPT ?= -O2
 
-PKG_CFLAGS := $(shell pkg-config --cflags jansson libpcre2-8 libmicrohttpd ompi-c libedit 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs jansson libpcre2-8 libmicrohttpd ompi-c libedit 2>/dev/null)
+PKG_CFLAGS := $(shell pkg-config --cflags jansson libpcre2-8 libmicrohttpd ompi-c libedit libcrypto 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs jansson libpcre2-8 libmicrohttpd ompi-c libedit libcrypto 2>/dev/null)
 
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
                -fopenmp -Iinclude -Isrc $(PKG_CFLAGS) -MMD -MP

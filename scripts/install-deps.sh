@@ -7,7 +7,7 @@ set -euo pipefail
 PKGS=(
   build-essential pkg-config clang clang-format llvm
   libclang-rt-14-dev
-  libjansson-dev libpcre2-dev libmicrohttpd-dev libedit-dev
+  libjansson-dev libpcre2-dev libmicrohttpd-dev libedit-dev libssl-dev
   libopenmpi-dev openmpi-bin
   python3-numpy curl
   chromium

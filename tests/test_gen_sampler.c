@@ -6,6 +6,7 @@
 #include "base/err.h"
 #include "gen/sampler.h"
 
+#include <math.h>
 #include <stdint.h>
 
 static void random_logits(float *x, int n, double scale) {
@@ -295,6 +296,83 @@ TEST(repetition_penalty_and_context_window) {
     k3_sampler_free(s);
 }
 
+/* Logit bias is added before anything, greedy included: -100 on the argmax
+ * moves greedy to the runner-up; +100 on a poor token makes it the argmax. */
+TEST(logit_bias_moves_greedy) {
+    float x[5] = {1.0f, 4.0f, 3.5f, -2.0f, 0.0f};
+    k3_logit_bias b[1] = {{1, -100.0f}};
+    k3_sampler_params p = params(0, 0, 1, 0);
+    k3_sampler *s = k3_sampler_new(&p, 5);
+    CHECK(k3_sampler_sample(s, x) == 1);
+    k3_sampler_free(s);
+    p.bias = b, p.n_bias = 1;
+    s = k3_sampler_new(&p, 5);
+    CHECK(k3_sampler_sample(s, x) == 2);
+    k3_sampler_free(s);
+    b[0] = (k3_logit_bias){3, 100.0f};
+    s = k3_sampler_new(&p, 5);
+    CHECK(k3_sampler_sample(s, x) == 3);
+    k3_sampler_free(s);
+    /* sampled: the distribution is softmax(logit + bias) exactly */
+    b[0] = (k3_logit_bias){0, 2.5f};
+    p = params(1, 0, 1, 0), p.bias = b, p.n_bias = 1;
+    s = k3_sampler_new(&p, 5);
+    double probs[5], want[5], z = 0;
+    for (int i = 0; i < 5; i++) z += (want[i] = exp((double)x[i] + (i == 0 ? 2.5 : 0)));
+    k3_sampler_probs(s, x, probs);
+    for (int i = 0; i < 5; i++) CHECK(fabs(probs[i] - want[i] / z) < 1e-12, "id %d", i);
+    k3_sampler_free(s);
+    b[0] = (k3_logit_bias){5, 1.0f}; /* past the vocabulary */
+    CHECK(!k3_sampler_new(&p, 5) && strstr(k3_errmsg(), "token id 5"), "%s", k3_errmsg());
+    b[0] = (k3_logit_bias){0, 101.0f};
+    CHECK(!k3_sampler_new(&p, 5) && strstr(k3_errmsg(), "[-100, 100]"), "%s", k3_errmsg());
+}
+
+/* OpenAI: mu[j] -= c[j] * frequency_penalty + (c[j] > 0) * presence_penalty,
+ * c[j] counting generated tokens only (the prompt's do not count). */
+TEST(presence_frequency_penalties_exact) {
+    float x[6] = {0.5f, 1.0f, -0.25f, 2.0f, 0.0f, 1.5f};
+    k3_sampler_params p = params(0.7f, 0, 1, 0);
+    p.presence_penalty = 0.6f, p.frequency_penalty = 0.35f;
+    k3_sampler *s = k3_sampler_new(&p, 6);
+    k3_sampler_accept(s, 4); /* a prompt token: no penalty */
+    int gen[] = {3, 1, 3, 3, 5};
+    for (int i = 0; i < 5; i++) k3_sampler_accept_generated(s, gen[i]);
+    int cnt[6] = {0, 1, 0, 3, 0, 1};
+    double probs[6], want[6], z = 0;
+    for (int j = 0; j < 6; j++) {
+        double mu = (double)x[j] - cnt[j] * (double)0.35f - (cnt[j] > 0) * (double)0.6f;
+        z += (want[j] = exp(mu / (double)0.7f));
+    }
+    k3_sampler_probs(s, x, probs);
+    for (int j = 0; j < 6; j++)
+        CHECK(fabs(probs[j] - want[j] / z) < 1e-6, "id %d: %g vs %g", j, probs[j], want[j] / z);
+    /* greedy: token 3 (2.0 - 3*0.35 - 0.6 = 0.35) loses to 5 (1.5 - 0.35 - 0.6 = 0.55),
+     * which beats 0 (0.5, never generated) */
+    k3_sampler_free(s);
+    p.temp = 0;
+    s = k3_sampler_new(&p, 6);
+    CHECK(k3_sampler_sample(s, x) == 3);
+    for (int i = 0; i < 5; i++) k3_sampler_accept_generated(s, gen[i]);
+    CHECK(k3_sampler_sample(s, x) == 5);
+    k3_sampler_accept_generated(s, 5); /* 5 now 1.5 - 0.7 - 0.6 = 0.2: 0 wins */
+    CHECK(k3_sampler_sample(s, x) == 0);
+    k3_sampler_reset(s); /* counts forgotten */
+    CHECK(k3_sampler_sample(s, x) == 3);
+    k3_sampler_free(s);
+    /* negative penalties favour repeats */
+    p.presence_penalty = -2, p.frequency_penalty = 0;
+    s = k3_sampler_new(&p, 6);
+    k3_sampler_accept_generated(s, 2);
+    CHECK(k3_sampler_sample(s, x) == 3); /* -0.25 + 2 = 1.75 < 2.0 */
+    k3_sampler_accept_generated(s, 4);
+    k3_sampler_free(s);
+    p.presence_penalty = 2.5f;
+    CHECK(!k3_sampler_new(&p, 6) && strstr(k3_errmsg(), "presence_penalty"), "%s", k3_errmsg());
+    p.presence_penalty = 0, p.frequency_penalty = NAN;
+    CHECK(!k3_sampler_new(&p, 6) && strstr(k3_errmsg(), "frequency_penalty"), "%s", k3_errmsg());
+}
+
 TEST(nan_and_bad_parameters) {
     float x[3] = {NAN, 1.0f, NAN};
     k3_sampler_params p = params(1.0f, 0, 1, 0);
@@ -327,5 +405,7 @@ int main(void) {
     RUN(seeded_runs_reproduce_exactly);
     RUN(repetition_penalty_and_context_window);
     RUN(nan_and_bad_parameters);
+    RUN(logit_bias_moves_greedy);
+    RUN(presence_frequency_penalties_exact);
     return t_done();
 }

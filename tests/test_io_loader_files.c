@@ -140,11 +140,43 @@ TEST(eos_token_id_list) {
 TEST(full_attn_layers_must_agree) {
     k3_config c;
     CHECK(parse_cfg("", "\"full_attn_layers\": [3]", &c) == 0, "%s", k3_errmsg());
-    CHECK(parse_cfg("", "\"full_attn_layers\": [3, 4]", &c) == 0, "%s", k3_errmsg()); /* MTP */
+    /* a number past the model names an MTP layer only when the config declares one */
+    CHECK(parse_cfg("\"num_nextn_predict_layers\": 1", "\"full_attn_layers\": [3, 4]", &c) == 0,
+          "%s", k3_errmsg());
+    CHECK(refused("", "\"full_attn_layers\": [3, 4]",
+                  "full_attn_layers[1] = 4 names no layer of the model (num_hidden_layers 3"));
+    CHECK(refused("", "\"kda_layers\": [1, 2, 99], \"full_attn_layers\": [3]",
+                  "kda_layers[2] = 99 names no layer"));
     CHECK(refused("", "\"full_attn_layers\": [2, 3]", "layer 2 is in both"));
     CHECK(refused("", "\"full_attn_layers\": []", "layer 3 is in neither"));
     CHECK(refused("", "\"full_attn_layers\": \"3\"", "full_attn_layers\" must be a list"));
     CHECK(refused("", "\"full_attn_layers\": [0]", "full_attn_layers[0] is not a 1-based"));
+}
+
+TEST(max_position_embeddings_and_groups) {
+    k3_config c;
+    char text[512];
+    snprintf(text, sizeof text,
+             "{\"vocab_size\": 300, \"hidden_size\": 8, \"num_hidden_layers\": 1, "
+             "\"num_attention_heads\": 1, \"intermediate_size\": 8, \"kv_lora_rank\": 4, "
+             "\"qk_nope_head_dim\": 4, \"v_head_dim\": 4, \"max_position_embeddings\": 8192, "
+             "\"linear_attn_config\": {\"kda_layers\": []}}");
+    CHECK(k3_config_parse(text, strlen(text), "cfg", &c) == 0, "%s", k3_errmsg());
+    CHECK(c.max_position_embeddings == 8192);
+    k3_config_free(&c);
+    CHECK(refused("\"max_position_embeddings\": 0", "", "\"max_position_embeddings\" = 0"));
+    CHECK(refused("\"max_position_embeddings\": -1", "", "\"max_position_embeddings\" = -1"));
+    CHECK(refused("\"max_position_embeddings\": 1.5", "", "\"max_position_embeddings\" must"));
+    CHECK(refused("\"max_position_embeddings\": \"4k\"", "", "\"max_position_embeddings\""));
+    const char *moe = "\"num_experts\": 8, \"moe_intermediate_size\": 4, "
+                      "\"num_experts_per_token\": 2, \"first_k_dense_replace\": 0, ";
+    char top[256];
+    snprintf(top, sizeof top, "%s\"num_expert_group\": 1, \"topk_group\": 2", moe);
+    CHECK(refused(top, "", "\"topk_group\" = 2, expected 1..num_expert_group (1)"));
+    snprintf(top, sizeof top, "%s\"num_expert_group\": 4, \"topk_group\": 5", moe);
+    CHECK(refused(top, "", "\"topk_group\" = 5"));
+    snprintf(top, sizeof top, "%s\"num_expert_group\": 4, \"topk_group\": 2", moe);
+    CHECK(parse_cfg(top, "", &c) == 0, "%s", k3_errmsg());
 }
 
 TEST(rms_norm_eps_sane) {
@@ -236,6 +268,7 @@ int main(void) {
     RUN(shard_dir_with_glob_chars);
     RUN(eos_token_id_list);
     RUN(full_attn_layers_must_agree);
+    RUN(max_position_embeddings_and_groups);
     RUN(rms_norm_eps_sane);
     RUN(quantization_config_understood);
     RUN(truncated_shard_names_the_file);

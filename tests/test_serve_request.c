@@ -148,6 +148,71 @@ TEST(bad_requests_name_the_field) {
                400, "k3_test_force_text");
 }
 
+/* logit_bias / penalties parsed; every OpenAI field k3 does not implement is
+ * refused by name, never silently accepted. */
+TEST(openai_fields_implemented_or_refused) {
+    serve_limits lim = LIM;
+    lim.vocab = 1000;
+    const char *b = "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"logit_bias\":{\"5\":"
+                    "-100,\"999\":2.5},\"presence_penalty\":0.5,\"frequency_penalty\":-1.25,"
+                    "\"user\":\"u\",\"metadata\":{\"a\":\"b\"},\"store\":false,\"n\":1,"
+                    "\"parallel_tool_calls\":true,\"modalities\":[\"text\"]}";
+    serve_req q;
+    serve_err e;
+    CHECK(!serve_req_parse(b, strlen(b), SERVE_CHAT, &lim, &q, &e), "%s", e.message);
+    CHECK(q.n_logit_bias == 2);
+    for (int i = 0; i < q.n_logit_bias; i++)
+        CHECK((q.logit_bias[i].id == 5 && q.logit_bias[i].bias == -100.0f) ||
+              (q.logit_bias[i].id == 999 && q.logit_bias[i].bias == 2.5f));
+    CHECK_NEAR(q.presence_penalty, 0.5, 0);
+    CHECK_NEAR(q.frequency_penalty, -1.25, 0);
+    serve_req_free(&q);
+    const char *m = "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],";
+    const struct {
+        const char *tail, *param;
+    } bad[] = {{"\"logit_bias\":{\"1000\":1}}", "logit_bias"},
+               {"\"logit_bias\":{\"01\":1}}", "logit_bias"},
+               {"\"logit_bias\":{\"-1\":1}}", "logit_bias"},
+               {"\"logit_bias\":{\"7\":101}}", "logit_bias"},
+               {"\"logit_bias\":{\"7\":\"x\"}}", "logit_bias"},
+               {"\"logit_bias\":[1]}", "logit_bias"},
+               {"\"presence_penalty\":2.5}", "presence_penalty"},
+               {"\"frequency_penalty\":\"x\"}", "frequency_penalty"},
+               {"\"n\":3}", "n"},
+               {"\"audio\":{\"voice\":\"x\"}}", "audio"},
+               {"\"prediction\":{\"type\":\"content\"}}", "prediction"},
+               {"\"functions\":[]}", "functions"},
+               {"\"parallel_tool_calls\":false}", "parallel_tool_calls"},
+               {"\"store\":true}", "store"},
+               {"\"modalities\":[\"text\",\"audio\"]}", "modalities"},
+               {"\"web_search_options\":{}}", "web_search_options"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char body[512];
+        snprintf(body, sizeof body, "%s%s", m, bad[i].tail);
+        memset(&e, 0, sizeof e);
+        int rc = serve_req_parse(body, strlen(body), SERVE_CHAT, &lim, &q, &e);
+        CHECK(rc == -1 && e.status == 400 && !strcmp(e.param, bad[i].param), "%s: %d %s %s", body,
+              rc, e.param, e.message);
+        if (!rc) serve_req_free(&q);
+    }
+    const struct {
+        const char *body, *param;
+    } comp[] = {{"{\"prompt\":\"a\",\"echo\":true}", "echo"},
+                {"{\"prompt\":\"a\",\"suffix\":\"b\"}", "suffix"},
+                {"{\"prompt\":\"a\",\"best_of\":2}", "best_of"},
+                {"{\"prompt\":\"a\",\"n\":2,\"best_of\":2}", "n"}};
+    for (size_t i = 0; i < sizeof comp / sizeof *comp; i++) {
+        int rc =
+            serve_req_parse(comp[i].body, strlen(comp[i].body), SERVE_COMPLETION, &lim, &q, &e);
+        CHECK(rc == -1 && !strcmp(e.param, comp[i].param), "%s: %s", comp[i].body, e.param);
+        if (!rc) serve_req_free(&q);
+    }
+    b = "{\"prompt\":\"a\",\"echo\":false,\"suffix\":\"\",\"best_of\":1,\"logit_bias\":{\"3\":1}}";
+    CHECK(!serve_req_parse(b, strlen(b), SERVE_COMPLETION, &lim, &q, &e), "%s", e.message);
+    CHECK(q.n_logit_bias == 1);
+    serve_req_free(&q);
+}
+
 TEST(invalid_utf8_and_bad_escapes) {
     expect_err("{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}]}", 400, "");
     expect_err("{\"messages\":[{\"role\":\"user\",\"content\":\"\xc0\xaf\"}]}", 400, "");
@@ -265,6 +330,7 @@ int main(void) {
     RUN(chat_all_fields);
     RUN(max_tokens_clamped_and_thinking_forms);
     RUN(bad_requests_name_the_field);
+    RUN(openai_fields_implemented_or_refused);
     RUN(invalid_utf8_and_bad_escapes);
     RUN(completions_prompt);
     RUN(test_mode_fields);

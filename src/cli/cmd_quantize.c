@@ -50,7 +50,9 @@ static void quantize_usage(FILE *f) {
         "  --resume              continue an interrupted run into OUT: shards that run\n"
         "                        finished and that verify (OUT/k3-manifest.json) are kept\n"
         "  --check               only check an existing OUT against IN (give the options\n"
-        "                        it was made with): also every shard's checksum\n"
+        "                        it was made with): also the SHA-256 of every shard and\n"
+        "                        tensor against OUT/k3-manifest.json (integrity against\n"
+        "                        that manifest, not authenticity: docs/performance.md)\n"
         "*_res_proj are never quantized. Progress (bytes, ETA) on stderr.\n");
 }
 
@@ -166,7 +168,8 @@ int cmd_quantize(int argc, char **argv) {
         return 1;
     }
     if (o.check_only) {
-        printf("checked %s against %s: %d shard%s (sizes, headers, checksums), %lld tensors, "
+        printf("checked %s against %s: %d shard%s (sizes, headers, SHA-256 of every shard and "
+               "tensor), %lld tensors, "
                "%lld rows re-quantized, %.1f MB compared; reloaded, one token run; %.1f s, "
                "peak RSS %.0f MB\n",
                o.out, o.in, st.nshards, st.nshards == 1 ? "" : "s", (long long)st.tensors_checked,

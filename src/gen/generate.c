@@ -124,7 +124,7 @@ static int decode_loop(gen_state *g, double t_start) {
             st->finish = K3_FINISH_STOP_ID;
             break;
         }
-        k3_sampler_accept(g->smp, id);
+        k3_sampler_accept_generated(g->smp, id);
         if (emit_token_text(g, id)) break;
         if (st->gen_tokens == g->p->max_tokens) break;
         if (k3_forward(g->s, &id, 1, g->logits, 0))

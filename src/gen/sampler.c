@@ -1,5 +1,6 @@
-/* sampler.c — repetition penalty, greedy, top-k, top-p, min-p, temperature
- * (see sampler.h for the order and the determinism rules). */
+/* sampler.c — logit bias, repetition / presence / frequency penalties,
+ * greedy, top-k, top-p, min-p, temperature (see sampler.h for the order and
+ * the determinism rules). */
 #include "gen/sampler.h"
 
 #include "base/err.h"
@@ -29,6 +30,10 @@ struct k3_sampler {
     uint32_t stamp_now;
     cand *c;
     double *w;
+    k3_logit_bias *bias; /* own copy of p.bias */
+    uint32_t *count;     /* [vocab] generated-token counts; NULL when no penalty reads them */
+    int32_t *seen;       /* the ids whose count is non-zero, n_seen of them */
+    int n_seen;
 };
 
 k3_sampler_params k3_sampler_defaults(void) {
@@ -53,6 +58,25 @@ int k3_sampler_check(const k3_sampler_params *p) {
     if (p->rep_context < 0 || p->rep_context > K3_SAMPLER_MAX_REP_CONTEXT)
         return k3_seterr("--repetition-context-size must be in 0..%d (got %d)",
                          K3_SAMPLER_MAX_REP_CONTEXT, p->rep_context);
+    if (!(p->presence_penalty >= -2 && p->presence_penalty <= 2))
+        return k3_seterr("presence_penalty must be in [-2, 2] (got %g)", p->presence_penalty);
+    if (!(p->frequency_penalty >= -2 && p->frequency_penalty <= 2))
+        return k3_seterr("frequency_penalty must be in [-2, 2] (got %g)", p->frequency_penalty);
+    if (p->n_bias < 0 || p->n_bias > K3_SAMPLER_MAX_BIAS || (p->n_bias && !p->bias))
+        return k3_seterr("logit_bias: at most %d entries (got %d)", K3_SAMPLER_MAX_BIAS, p->n_bias);
+    for (int i = 0; i < p->n_bias; i++)
+        if (!(p->bias[i].bias >= -100 && p->bias[i].bias <= 100))
+            return k3_seterr("logit_bias[%d]: the bias must be in [-100, 100] (got %g)",
+                             p->bias[i].id, p->bias[i].bias);
+    return 0;
+}
+
+/* Bias ids exist in the vocabulary (known only when the sampler is made). */
+static int check_bias_ids(const k3_sampler_params *p, int vocab) {
+    for (int i = 0; i < p->n_bias; i++)
+        if (p->bias[i].id < 0 || p->bias[i].id >= vocab)
+            return k3_seterr("logit_bias: token id %d is not in the vocabulary (0..%d)",
+                             p->bias[i].id, vocab - 1);
     return 0;
 }
 
@@ -74,6 +98,7 @@ k3_sampler *k3_sampler_new(const k3_sampler_params *p, int vocab) {
         k3_seterr("sampler: vocabulary size %d", vocab);
         return NULL;
     }
+    if (check_bias_ids(p, vocab)) return NULL;
     k3_sampler *s = k3_xcalloc(1, sizeof *s);
     s->p = *p;
     s->vocab = vocab;
@@ -82,6 +107,15 @@ k3_sampler *k3_sampler_new(const k3_sampler_params *p, int vocab) {
     s->stamp = k3_xcalloc((size_t)vocab, sizeof *s->stamp);
     s->c = k3_xmalloc((size_t)vocab * sizeof *s->c);
     s->w = k3_xmalloc((size_t)vocab * sizeof *s->w);
+    if (p->n_bias) {
+        s->bias = k3_xmalloc((size_t)p->n_bias * sizeof *s->bias);
+        memcpy(s->bias, p->bias, (size_t)p->n_bias * sizeof *s->bias);
+    }
+    s->p.bias = s->bias;
+    if (p->presence_penalty != 0 || p->frequency_penalty != 0) {
+        s->count = k3_xcalloc((size_t)vocab, sizeof *s->count);
+        s->seen = k3_xmalloc((size_t)vocab * sizeof *s->seen);
+    }
     seed_rng(s);
     return s;
 }
@@ -93,11 +127,16 @@ void k3_sampler_free(k3_sampler *s) {
     free(s->stamp);
     free(s->c);
     free(s->w);
+    free(s->bias);
+    free(s->count);
+    free(s->seen);
     free(s);
 }
 
 void k3_sampler_reset(k3_sampler *s) {
     s->ring_n = s->ring_pos = 0;
+    for (int i = 0; i < s->n_seen; i++) s->count[s->seen[i]] = 0;
+    s->n_seen = 0;
     seed_rng(s);
 }
 
@@ -108,9 +147,22 @@ void k3_sampler_accept(k3_sampler *s, int32_t id) {
     if (s->ring_n < s->p.rep_context) s->ring_n++;
 }
 
-/* s->pen = logits with the repetition penalty applied (NaN becomes -inf). */
-static void apply_penalty(k3_sampler *s, const float *logits) {
-    for (int i = 0; i < s->vocab; i++) s->pen[i] = isnan(logits[i]) ? -INFINITY : logits[i];
+void k3_sampler_accept_generated(k3_sampler *s, int32_t id) {
+    k3_sampler_accept(s, id);
+    if (!s->count || id < 0 || id >= s->vocab) return;
+    if (s->count[id]++ == 0) s->seen[s->n_seen++] = id;
+}
+
+/* OpenAI's presence / frequency penalties on the generated-token counts. */
+static void apply_counts(k3_sampler *s) {
+    for (int i = 0; s->count && i < s->n_seen; i++) {
+        int32_t id = s->seen[i];
+        s->pen[id] -= (float)s->count[id] * s->p.frequency_penalty + s->p.presence_penalty;
+    }
+}
+
+/* The CTRL repetition penalty, each distinct token of the ring once. */
+static void apply_repetition(k3_sampler *s) {
     if (s->p.rep_penalty == 1.0f || !s->ring_n) return;
     if (++s->stamp_now == 0) { /* wrapped: clear the markers */
         memset(s->stamp, 0, (size_t)s->vocab * sizeof *s->stamp);
@@ -123,6 +175,14 @@ static void apply_penalty(k3_sampler *s, const float *logits) {
         float l = s->pen[id];
         s->pen[id] = l > 0 ? l / s->p.rep_penalty : l * s->p.rep_penalty;
     }
+}
+
+/* s->pen = logits + bias, then the penalties (NaN becomes -inf). */
+static void apply_penalty(k3_sampler *s, const float *logits) {
+    for (int i = 0; i < s->vocab; i++) s->pen[i] = isnan(logits[i]) ? -INFINITY : logits[i];
+    for (int i = 0; i < s->p.n_bias; i++) s->pen[s->bias[i].id] += s->bias[i].bias;
+    apply_repetition(s);
+    apply_counts(s);
 }
 
 static int32_t argmax(const float *x, int n) {

@@ -4,6 +4,7 @@
 #include "base/mem.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,10 +130,81 @@ static int parse_main_fields(json_t *tc, k3_config *c, const char *L) {
     rc |= get_int(tc, "routed_expert_hidden_size", 0, &c->routed_expert_hidden_size, L);
     rc |= get_int(tc, "latent_moe_use_norm", 0, &c->latent_moe_use_norm, L);
     rc |= get_int(tc, "tie_word_embeddings", 0, &c->tie_word_embeddings, L);
+    rc |= get_int(tc, "num_nextn_predict_layers", 0, &c->num_nextn_predict_layers, L);
     if (rc) return -1;
     /* The reference's `beta or 1.0`: a null or zero beta means 1.0. */
     if (c->situ_beta == 0.0) c->situ_beta = 1.0;
     return 0;
+}
+
+/* A flag field holds 0 or 1 (false / true). */
+static int flag(int v, const char *field, const char *L) {
+    if (v == 0 || v == 1) return 0;
+    return k3_seterr("%s: field \"%s\" = %d, expected true or false (0 or 1)", L, field, v);
+}
+
+/* count in lo..hi (inclusive), else an error naming the field and the range. */
+static int in_range(int v, int lo, int hi, const char *field, const char *L) {
+    if (v >= lo && v <= hi) return 0;
+    return k3_seterr("%s: field \"%s\" = %d is out of range (expected %d..%d)", L, field, v, lo,
+                     hi);
+}
+
+static int finite_pos(double v, int zero_ok, const char *field, const char *L) {
+    if (isfinite(v) && (v > 0 || (zero_ok && v == 0))) return 0;
+    return k3_seterr("%s: field \"%s\" = %g, expected a finite %s number", L, field, v,
+                     zero_ok ? "non-negative" : "positive");
+}
+
+/* Every numeric field of parse_main_fields within what the engine can mean by
+ * it, before anything is sized from it (the sizes the layers use are checked
+ * again, for consistency, in check_sizes / check_moe). */
+static int check_ranges(const k3_config *c, const char *L) {
+    const int big = 1 << 24;
+    if (in_range(c->num_hidden_layers, 1, 4096, "num_hidden_layers", L) ||
+        in_range(c->num_nextn_predict_layers, 0, 64, "num_nextn_predict_layers", L) ||
+        in_range(c->num_experts, 0, 65536, "num_experts", L) ||
+        in_range(c->num_shared_experts, 0, 65536, "num_shared_experts", L) ||
+        in_range(c->first_k_dense_replace, 0, c->num_hidden_layers, "first_k_dense_replace", L) ||
+        in_range(c->attn_res_block_size, 0, 4096, "attn_res_block_size", L))
+        return -1;
+    const struct {
+        int v;
+        const char *f;
+    } sizes[] = {{c->q_lora_rank, "q_lora_rank"},
+                 {c->kv_lora_rank, "kv_lora_rank"},
+                 {c->qk_nope_head_dim, "qk_nope_head_dim"},
+                 {c->qk_rope_head_dim, "qk_rope_head_dim"},
+                 {c->v_head_dim, "v_head_dim"},
+                 {c->intermediate_size, "intermediate_size"},
+                 {c->moe_intermediate_size, "moe_intermediate_size"},
+                 {c->routed_expert_hidden_size, "routed_expert_hidden_size"},
+                 {c->num_attention_heads, "num_attention_heads"}};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+        if (in_range(sizes[i].v, 0, big, sizes[i].f, L)) return -1;
+    if (flag(c->mla_use_output_gate, "mla_use_output_gate", L) ||
+        flag(c->moe_renormalize, "moe_renormalize", L) ||
+        flag(c->latent_moe_use_norm, "latent_moe_use_norm", L) ||
+        flag(c->tie_word_embeddings, "tie_word_embeddings", L))
+        return -1;
+    if (finite_pos(c->situ_beta, 0, "activation_situ_beta", L) ||
+        finite_pos(c->situ_linear_beta, 1, "activation_situ_linear_beta", L) ||
+        finite_pos(c->routed_scaling_factor, 0, "routed_scaling_factor", L))
+        return -1;
+    return 0;
+}
+
+/* max_position_embeddings (top level, else text_config): absent is 0 (no
+ * trained context known); present, it is the prompt cap the server applies,
+ * so 0, a negative or an absurd value is refused rather than read as "none". */
+static int parse_max_positions(json_t *root, json_t *tc, k3_config *c, const char *L) {
+    const char *key = "max_position_embeddings";
+    json_t *o = json_object_get(root, key) && !json_is_null(json_object_get(root, key)) ? root : tc;
+    json_t *v = json_object_get(o, key);
+    if (!v || json_is_null(v)) return 0;
+    if (json_is_boolean(v)) return k3_seterr("%s: field \"%s\" must be an integer", L, key);
+    if (get_int(o, key, 0, &c->max_position_embeddings, L)) return -1;
+    return in_range(c->max_position_embeddings, 1, 1 << 30, key, L);
 }
 
 static int refuse_unsupported(json_t *tc, const char *L) {
@@ -144,17 +216,24 @@ static int refuse_unsupported(json_t *tc, const char *L) {
     return 0;
 }
 
-/* A list of 1-based layer numbers into flags[num_hidden_layers] (numbers past
- * the last layer, e.g. MTP layers, are ignored). */
+/* A list of 1-based layer numbers into flags[num_hidden_layers]. Numbers past
+ * the last layer may only name the MTP layers num_nextn_predict_layers
+ * declares (which k3 does not run, so they are ignored); any other number is
+ * not a layer of this model and is refused. */
 static int layer_list(json_t *kl, const char *field, k3_config *c, uint8_t *flags, const char *L) {
     if (!json_is_array(kl))
         return k3_seterr("%s: field \"linear_attn_config.%s\" must be a list", L, field);
     for (size_t i = 0; i < json_array_size(kl); i++) {
         json_t *e = json_array_get(kl, i);
         json_int_t l = json_is_integer(e) ? json_integer_value(e) : 0;
-        if (!json_is_integer(e) || l < 1 || l > (1 << 20))
+        if (!json_is_integer(e) || l < 1)
             return k3_seterr("%s: linear_attn_config.%s[%zu] is not a 1-based layer number", L,
                              field, i);
+        if (l > c->num_hidden_layers + c->num_nextn_predict_layers)
+            return k3_seterr("%s: linear_attn_config.%s[%zu] = %lld names no layer of the model "
+                             "(num_hidden_layers %d, num_nextn_predict_layers %d)",
+                             L, field, i, (long long)l, c->num_hidden_layers,
+                             c->num_nextn_predict_layers);
         if (l <= c->num_hidden_layers) flags[l - 1] = 1;
     }
     return 0;
@@ -260,7 +339,7 @@ static int check_moe(const k3_config *c, const char *L) {
         return k3_seterr("%s: field \"num_expert_group\" = %d must divide num_experts = %d "
                          "(and be at most 1024)",
                          L, c->num_expert_group, c->num_experts);
-    if (c->num_expert_group > 1 && (c->topk_group < 1 || c->topk_group > c->num_expert_group))
+    if (c->topk_group < 1 || c->topk_group > c->num_expert_group)
         return k3_seterr("%s: field \"topk_group\" = %d, expected 1..num_expert_group (%d)", L,
                          c->topk_group, c->num_expert_group);
     if (c->num_expert_group > 1 && c->num_experts / c->num_expert_group < 2)
@@ -360,9 +439,8 @@ int k3_config_parse(const char *text, size_t len, const char *L, k3_config *c) {
     if (!rc && !tc) tc = root;
     if (!rc) rc = refuse_unsupported(tc, L);
     if (!rc) rc = parse_main_fields(tc, c, L);
-    if (!rc && (c->num_hidden_layers <= 0 || c->num_hidden_layers > 4096))
-        rc = k3_seterr("%s: field \"num_hidden_layers\" = %d is out of range", L,
-                       c->num_hidden_layers);
+    if (!rc) rc = check_ranges(c, L);
+    if (!rc) rc = parse_max_positions(root, tc, c, L);
     if (!rc) rc = parse_linear_attn(tc, c, L);
     if (!rc) rc = check_sizes(c, L);
     if (!rc) rc = check_moe(c, L);

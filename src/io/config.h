@@ -31,6 +31,8 @@ typedef struct k3_config {
     int routed_expert_hidden_size; /* 0 = experts work on the full hidden */
     int latent_moe_use_norm;
     int tie_word_embeddings;
+    int max_position_embeddings;  /* the trained context; 0 when config.json has none */
+    int num_nextn_predict_layers; /* MTP layers after the model's (listed, never run) */
     /* linear_attn_config */
     int kda_heads, kda_head_dim, kda_conv_kernel;
     int kda_has_lower_bound; /* gate_lower_bound present: exp(lb*sigmoid(...)) form */

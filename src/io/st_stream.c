@@ -4,6 +4,7 @@
 #include "base/err.h"
 #include "base/mem.h"
 #include "base/progress.h"
+#include "io/sha256.h"
 #include "io/st_write.h"
 
 #include <errno.h>
@@ -25,6 +26,7 @@ typedef struct {
     int64_t shape[STS_MAX_DIM];
     uint64_t bytes, off; /* off: absolute offset in the shard file */
     uint64_t written;
+    char sha[K3_SHA256_HEX]; /* of its data bytes, once its shard is hashed */
 } sts_tensor;
 
 typedef struct {
@@ -32,7 +34,7 @@ typedef struct {
     size_t hlen;
     uint64_t size; /* whole file */
     int done;
-    uint64_t sum;
+    char sha[K3_SHA256_HEX]; /* of the whole file, read back from disk */
 } sts_shard;
 
 struct k3_sts {
@@ -43,7 +45,7 @@ struct k3_sts {
     json_t *names;
     sts_shard *sh;
     int nshards;
-    char plan[17];
+    char plan[K3_SHA256_HEX];
     int open; /* shard being written (0 = none) */
     int fd;
     uint64_t total, written, kept_bytes;
@@ -60,46 +62,68 @@ static char *join(const char *dir, const char *file) {
     return p;
 }
 
-/* ---- checksum: 64-bit multiply-xorshift over little-endian words ---- */
+/* ---- SHA-256 of a shard: the whole file and each tensor's data ---- */
 
-static uint64_t sum_update(uint64_t h, const uint8_t *p, size_t n) {
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, p + i, 8);
-        h = (h ^ w) * 0x9E3779B97F4A7C15ull;
-        h ^= h >> 29;
-    }
-    for (; i < n; i++) {
-        h = (h ^ p[i]) * 0x100000001B3ull;
-        h ^= h >> 29;
-    }
-    return h;
+static int by_offset(const void *a, const void *b) {
+    const sts_tensor *x = *(const sts_tensor *const *)a, *y = *(const sts_tensor *const *)b;
+    return x->off < y->off ? -1 : x->off > y->off;
 }
 
-int k3_sts_file_sum(const char *path, uint64_t *sum, uint64_t *size) {
+/* The tensors of shard k, in data order (NULL when none). */
+static sts_tensor **shard_tensors(k3_sts *s, int k, int *n) {
+    sts_tensor **v = k3_xmalloc(sizeof *v * (size_t)(s->n + 1));
+    *n = 0;
+    for (int i = 0; i < s->n; i++)
+        if (s->t[i].shard == k) v[(*n)++] = &s->t[i];
+    qsort(v, (size_t)*n, sizeof *v, by_offset);
+    return v;
+}
+
+/* Feed file bytes [pos, pos+n) to the tensors whose data they hold: v[*ti] is
+ * the tensor being hashed; each one finished gets its digest. */
+static void feed_tensors(sts_tensor **v, int nt, int *ti, k3_sha256 *h, const uint8_t *p,
+                         uint64_t pos, size_t n) {
+    while (*ti < nt) {
+        sts_tensor *t = v[*ti];
+        uint64_t lo = t->off > pos ? t->off : pos, end = t->off + t->bytes;
+        uint64_t hi = end < pos + n ? end : pos + n;
+        if (lo > pos + n || (lo == pos + n && t->bytes)) return; /* starts later */
+        if (hi > lo) k3_sha256_update(h, p + (lo - pos), (size_t)(hi - lo));
+        if (end > pos + n) return; /* continues in the next block */
+        k3_sha256_hex(h, t->sha);
+        (*ti)++;
+    }
+}
+
+/* Read the shard file at path once, in bounded blocks: SHA-256 of the whole
+ * file into sh->sha and of every tensor's data into its sha. *size: bytes. */
+static int hash_shard(k3_sts *s, int k, const char *path, uint64_t *size) {
     int fd = open(path, O_RDONLY);
     if (fd < 0) return k3_seterr("%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 8u << 20;
-    uint8_t *buf = k3_xmalloc(cap);
-    uint64_t h = 0xCBF29CE484222325ull, total = 0;
+    enum { BLOCK = 8 << 20 };
+    uint8_t *buf = k3_xmalloc(BLOCK);
+    k3_sha256 *whole = k3_sha256_new(), *one = k3_sha256_new();
+    int nt = 0, ti = 0;
+    sts_tensor **v = shard_tensors(s, k, &nt);
+    uint64_t pos = 0;
     ssize_t r;
-    /* Reads are multiples of 8 except the last, so the word split is the file's. */
-    while ((r = read(fd, buf, cap)) > 0) {
-        size_t got = (size_t)r;
-        while (got % 8 && r > 0) {
-            r = read(fd, buf + got, cap - got);
-            if (r > 0) got += (size_t)r;
-        }
-        h = sum_update(h, buf, got);
-        total += got;
-        if (r == 0) break;
+    while ((r = read(fd, buf, BLOCK)) > 0) {
+        k3_sha256_update(whole, buf, (size_t)r);
+        feed_tensors(v, nt, &ti, one, buf, pos, (size_t)r);
+        pos += (uint64_t)r;
     }
+    feed_tensors(v, nt, &ti, one, buf, pos, 0); /* empty tensors at the very end */
     int rc = r < 0 ? k3_seterr("%s: read: %s", path, strerror(errno)) : 0;
+    if (!rc && ti < nt)
+        rc = k3_seterr("%s: %llu bytes: tensor %s is cut short", path, (unsigned long long)pos,
+                       v[ti]->name);
+    k3_sha256_hex(whole, s->sh[k - 1].sha);
+    if (size) *size = pos;
+    k3_sha256_free(whole);
+    k3_sha256_free(one);
+    free(v);
     free(buf);
     close(fd);
-    *sum = h ^ total;
-    if (size) *size = total;
     return rc;
 }
 
@@ -222,14 +246,16 @@ int k3_sts_layout(k3_sts *s, const char *fingerprint) {
     }
     s->nshards = shard ? shard : 1;
     s->sh = k3_xcalloc((size_t)s->nshards, sizeof *s->sh);
-    uint64_t h =
-        sum_update(0xCBF29CE484222325ull, (const uint8_t *)fingerprint, strlen(fingerprint));
-    for (int k = 1; k <= s->nshards; k++) {
-        if (build_shard(s, k)) return -1;
-        h = sum_update(h, (const uint8_t *)s->sh[k - 1].header, s->sh[k - 1].hlen);
+    k3_sha256 *h = k3_sha256_new(); /* the plan id: options, inputs and every header */
+    k3_sha256_update(h, fingerprint, strlen(fingerprint));
+    int rc = 0;
+    for (int k = 1; !rc && k <= s->nshards; k++) {
+        rc = build_shard(s, k);
+        if (!rc) k3_sha256_update(h, s->sh[k - 1].header, s->sh[k - 1].hlen);
     }
-    snprintf(s->plan, sizeof s->plan, "%016llx", (unsigned long long)h);
-    return 0;
+    k3_sha256_hex(h, s->plan);
+    k3_sha256_free(h);
+    return rc;
 }
 
 int k3_sts_nshards(const k3_sts *s) {
@@ -265,13 +291,19 @@ static int write_manifest(const k3_sts *s) {
     json_t *shards = json_object();
     for (int k = 1; k <= s->nshards; k++) {
         if (!s->sh[k - 1].done) continue;
-        char sum[17], *name = shard_name(s, k, 0);
-        snprintf(sum, sizeof sum, "%016llx", (unsigned long long)s->sh[k - 1].sum);
-        json_object_set_new(
-            shards, name, json_pack("{sIss}", "bytes", (json_int_t)s->sh[k - 1].size, "sum", sum));
+        char *name = shard_name(s, k, 0);
+        json_t *tensors = json_object();
+        for (int i = 0; i < s->n; i++)
+            if (s->t[i].shard == k)
+                json_object_set_new(tensors, s->t[i].name, json_string(s->t[i].sha));
+        json_object_set_new(shards, name,
+                            json_pack("{sIsssO}", "bytes", (json_int_t)s->sh[k - 1].size, "sha256",
+                                      s->sh[k - 1].sha, "tensors", tensors));
+        json_decref(tensors);
         free(name);
     }
-    json_t *root = json_pack("{sssiso}", "plan", s->plan, "nshards", s->nshards, "shards", shards);
+    json_t *root = json_pack("{sssssiso}", "hash", "sha256", "plan", s->plan, "nshards", s->nshards,
+                             "shards", shards);
     char *path = join(s->dir, STS_MANIFEST), *tmp = join(s->dir, STS_MANIFEST ".tmp");
     int rc = root && !json_dump_file(root, tmp, JSON_INDENT(1) | JSON_PRESERVE_ORDER) &&
                      !rename(tmp, path)
@@ -301,21 +333,18 @@ int k3_sts_resume(k3_sts *s, int *kept) {
     for (int k = 1; k <= s->nshards; k++) {
         char *name = shard_name(s, k, 0);
         json_t *e = json_object_get(shards, name);
-        const char *want = json_string_value(json_object_get(e, "sum"));
-        uint64_t sum = 0, size = 0;
-        char *fp = join(s->dir, name), got[17] = "";
-        if (want && !k3_sts_file_sum(fp, &sum, &size)) {
-            snprintf(got, sizeof got, "%016llx", (unsigned long long)sum);
-            if (size == s->sh[k - 1].size && !strcmp(got, want)) {
-                s->sh[k - 1].done = 1;
-                s->sh[k - 1].sum = sum;
-                s->kept_bytes += s->sh[k - 1].size;
-                (*kept)++;
-                fprintf(stderr, "%s: kept %s (checksum %s verified)\n", s->label, name, got);
-            }
+        const char *want = json_string_value(json_object_get(e, "sha256"));
+        uint64_t size = 0;
+        char *fp = join(s->dir, name);
+        if (want && !hash_shard(s, k, fp, &size) && size == s->sh[k - 1].size &&
+            !strcmp(s->sh[k - 1].sha, want)) {
+            s->sh[k - 1].done = 1;
+            s->kept_bytes += s->sh[k - 1].size;
+            (*kept)++;
+            fprintf(stderr, "%s: kept %s (SHA-256 %.16s... verified)\n", s->label, name, want);
         }
         if (want && !s->sh[k - 1].done)
-            fprintf(stderr, "%s: %s does not verify (size or checksum); rewriting it\n", s->label,
+            fprintf(stderr, "%s: %s does not verify (size or SHA-256); rewriting it\n", s->label,
                     name);
         free(fp);
         free(name);
@@ -407,7 +436,7 @@ int k3_sts_close_shard(k3_sts *s) {
     s->open = 0;
     uint64_t size = 0;
     sts_shard *sh = &s->sh[k - 1];
-    if (!rc) rc = k3_sts_file_sum(part, &sh->sum, &size);
+    if (!rc) rc = hash_shard(s, k, part, &size);
     if (!rc && size != sh->size)
         rc = k3_seterr("%s: %llu bytes on disk, %llu planned", part, (unsigned long long)size,
                        (unsigned long long)sh->size);
@@ -421,9 +450,9 @@ int k3_sts_close_shard(k3_sts *s) {
         eta(s, note, sizeof note);
         if (s->tty_bar) fputc('\n', stderr);
         fprintf(stderr,
-                "%s: shard %d/%d written (%s, %.2f GB, checksum %016llx); %.2f/%.2f GB, "
+                "%s: shard %d/%d written (%s, %.2f GB, SHA-256 %.16s...); %.2f/%.2f GB, "
                 "%.1f s, %s\n",
-                s->label, k, s->nshards, fn, (double)sh->size / 1e9, (unsigned long long)sh->sum,
+                s->label, k, s->nshards, fn, (double)sh->size / 1e9, sh->sha,
                 (double)(s->written + s->kept_bytes) / 1e9, (double)s->total / 1e9,
                 k3_now() - s->t0, note);
         const char *stop = getenv("K3_STS_STOP_AFTER_SHARD");
@@ -490,6 +519,30 @@ int k3_sts_read(k3_sts *s, int tensor, uint64_t off, void *buf, size_t n) {
     return rc;
 }
 
+/* Shard k as it is on disk against its manifest entry: the whole file's
+ * SHA-256, and when that differs, the first tensor whose data differs. */
+static int check_digests(k3_sts *s, int k, const char *path, const json_t *entry) {
+    const char *want = json_string_value(json_object_get(entry, "sha256"));
+    json_t *tensors = json_object_get(entry, "tensors");
+    if (!want || !json_is_object(tensors))
+        return k3_seterr("%s: has no SHA-256 entry in %s/" STS_MANIFEST
+                         " (written by an older k3?): re-run the conversion",
+                         path, s->dir);
+    if (hash_shard(s, k, path, NULL)) return -1;
+    if (!strcmp(s->sh[k - 1].sha, want)) return 0;
+    for (int i = 0; i < s->n; i++) {
+        const sts_tensor *t = &s->t[i];
+        const char *tw = json_string_value(json_object_get(tensors, t->name));
+        if (t->shard == k && (!tw || strcmp(tw, t->sha)))
+            return k3_seterr("%s: tensor %s: SHA-256 %s, %s recorded in " STS_MANIFEST
+                             " when it was written: the file changed or is corrupt",
+                             path, t->name, t->sha, tw ? tw : "none");
+    }
+    return k3_seterr("%s: SHA-256 %s, %s recorded in " STS_MANIFEST
+                     " when it was written: the file changed (outside the tensors' data)",
+                     path, s->sh[k - 1].sha, want);
+}
+
 int k3_sts_verify(k3_sts *s, int full_sums) {
     json_t *m = NULL, *shards = NULL;
     char *mpath = join(s->dir, STS_MANIFEST);
@@ -524,21 +577,7 @@ int k3_sts_verify(k3_sts *s, int full_sums) {
         }
         if (fd >= 0) close(fd);
         free(hdr);
-        if (!rc && full_sums) {
-            const char *want =
-                json_string_value(json_object_get(json_object_get(shards, name), "sum"));
-            uint64_t sum = 0;
-            char got[17];
-            if (!want)
-                rc = k3_seterr("%s: %s is not listed in %s", s->dir, name, STS_MANIFEST);
-            else if (!(rc = k3_sts_file_sum(path, &sum, NULL))) {
-                snprintf(got, sizeof got, "%016llx", (unsigned long long)sum);
-                if (strcmp(got, want))
-                    rc = k3_seterr("%s: checksum %s, %s recorded when it was written: the file "
-                                   "changed or is corrupt",
-                                   path, got, want);
-            }
-        }
+        if (!rc && full_sums) rc = check_digests(s, k, path, json_object_get(shards, name));
         free(name);
         free(path);
     }

@@ -16,10 +16,11 @@
  *
  * Resume: a shard is written as model-0000i-of-0000N.partial and renamed when
  * complete; then dir/k3-manifest.json records the plan id (a hash of every
- * header and of the caller's fingerprint: inputs and options) and each
- * finished shard's size and checksum (64-bit, over the whole file, read back
- * from disk). k3_sts_resume keeps the shards the manifest lists for the same
- * plan whose file still has that size and checksum; the rest are rewritten.
+ * header and of the caller's fingerprint: inputs and options, SHA-256) and
+ * each finished shard's size, the SHA-256 of the whole file and of each
+ * tensor's data bytes (read back from disk, in bounded blocks: io/sha256.h).
+ * k3_sts_resume keeps the shards the manifest lists for the same plan whose
+ * file still has that size and digest; the rest are rewritten.
  *
  * Env hook for tests: K3_STS_STOP_AFTER_SHARD=k makes k3_sts_close_shard fail
  * ("stopped after shard k") once shard k is complete and recorded, as if the
@@ -62,7 +63,7 @@ void k3_sts_progress(k3_sts *s, int tty_bar);
 int k3_sts_open_shard(k3_sts *s, int shard);
 /* Write n bytes of tensor `tensor` at offset off inside it (its shard must be open). */
 int k3_sts_write(k3_sts *s, int tensor, uint64_t off, const void *data, size_t n);
-/* Every tensor of the open shard fully written: sync, checksum, rename, record. */
+/* Every tensor of the open shard fully written: sync, hash, rename, record. */
 int k3_sts_close_shard(k3_sts *s);
 /* All shards done: write the index (several shards). */
 int k3_sts_finish(k3_sts *s);
@@ -74,11 +75,9 @@ int k3_sts_read(k3_sts *s, int tensor, uint64_t off, void *buf, size_t n);
 /* Check the finished output against this layout without mapping it: every
  * shard exists with the planned size and the planned header bytes, and, with
  * full_sums, dir/k3-manifest.json is of this plan and lists every shard with
- * the checksum of the whole file as it is now on disk (re-read). Errors name
+ * the SHA-256 of the whole file as it is now on disk (re-read; on a
+ * difference, the first tensor whose data differs is named). Errors name
  * the shard. */
 int k3_sts_verify(k3_sts *s, int full_sums);
-
-/* 64-bit checksum of a file (the one recorded in the manifest). */
-int k3_sts_file_sum(const char *path, uint64_t *sum, uint64_t *size);
 
 #endif

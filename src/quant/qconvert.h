@@ -35,11 +35,13 @@
  * scales and biases byte for byte (the quantizers are deterministic, so a
  * wrong row, transform, offset or recipe shows up as a difference); raw copies
  * are compared at their start, middle and end; small f32 vectors in full.
- * check_only also re-reads every shard and compares its checksum with
- * OUT/k3-manifest.json (a flipped byte anywhere is found).
+ * check_only also re-reads every shard and compares its SHA-256, and each
+ * tensor's, with OUT/k3-manifest.json (a changed byte anywhere is found and
+ * its tensor named). This is integrity against the manifest: whoever can
+ * rewrite the shards can rewrite the manifest too.
  *
  * Test hook: K3_QCONV_FAULT=module makes the conversion flip one bit of that
- * module's first code word as written (a conversion bug the checksums cannot
+ * module's first code word as written (a conversion bug the digests cannot
  * see: the check must report the module). */
 #ifndef K3_IO_QCONVERT_H
 #define K3_IO_QCONVERT_H
@@ -55,7 +57,7 @@ typedef struct k3_qconv_opts {
     int quant_router;     /* routers 8-bit group 64 instead of their source dtype */
     uint64_t shard_bytes; /* 0 = one shard */
     int force, resume;
-    int check_only; /* only check an existing out against in (with whole-file checksums) */
+    int check_only; /* only check an existing out against in (with SHA-256 digests) */
     int progress;   /* progress bar on stderr (per-shard lines are always printed) */
 } k3_qconv_opts;
 

@@ -2,8 +2,8 @@
  *
  * The output is read back with pread through the writer's own layout (no
  * mapping, so the check's memory is a few rows whatever the model size): shard
- * sizes and header bytes (and, for check_only, whole-file checksums against
- * the manifest), then every planned tensor against the input: sampled Linear
+ * sizes and header bytes (and, for check_only, SHA-256 digests of every shard
+ * and tensor against the manifest), then every planned tensor against the input: sampled Linear
  * rows rebuilt from the input and re-quantized must equal the stored bytes. */
 #include "base/err.h"
 #include "base/mem.h"

@@ -13,8 +13,10 @@
 #include <time.h>
 
 #include "base/mem.h"
+#include "gen/constrain.h"
 #include "serve/apis.h"
 #include "serve/http_internal.h"
+#include "serve/structured.h"
 #include "text/chat.h"
 
 char *serve_anthropic_err_json(const serve_err *e) {
@@ -255,10 +257,15 @@ enum MHD_Result serve_handle_count_tokens(serve_conn *c) {
     free(body);
     k3_ids v = {0};
     int rc = k3_chat_encode(c->srv->eng->tok, q.root, &v);
+    if (rc) serve_err_set(&e, 400, NULL, "messages", "invalid_value", "%s", k3_errmsg());
+    /* the schemas (output format, tool parameters) must compile here too:
+     * a body /v1/messages refuses is refused by both routes */
+    struct k3_constraint *cons = NULL;
+    if (!rc) rc = serve_structured_new(c->srv->eng, &q, v.ids, (int64_t)v.n, &cons, &e);
+    k3_constraint_free(cons);
     serve_req_free(&q);
     if (rc) {
         k3_ids_free(&v);
-        serve_err_set(&e, 400, NULL, "messages", "invalid_value", "%s", k3_errmsg());
         return serve_reply_err(c, &e);
     }
     json_t *doc = json_pack("{s:I}", "input_tokens", (json_int_t)v.n);

@@ -1,9 +1,10 @@
 /* anthropic_req.c — an Anthropic Messages request → chat request
- * (serve/apis.h): system, text / tool_use / tool_result / thinking blocks,
- * tools with input_schema, tool_choice auto/any/tool/none, thinking
- * enabled (budget_tokens → effort low < 4096 <= high < 16384 <= max) or
- * disabled/absent (off), stop_sequences. Pure: fuzzed by
- * fuzz/fuzz_api_request.c. */
+ * (serve/apis.h), after anthropic_check.c validated it: system, text /
+ * tool_use / tool_result / thinking blocks, tools with input_schema,
+ * tool_choice auto/any/tool/none, thinking enabled (budget_tokens → effort
+ * low < 4096 <= high < 16384 <= max), adaptive or disabled/absent (off),
+ * output_config (effort; format → response_format json_schema),
+ * stop_sequences. Pure: fuzzed by fuzz/fuzz_api_request.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,8 +119,43 @@ fail:
     return -1;
 }
 
+/* thinking enabled (budget_tokens → effort: < 4096 low, < 16384 high, else
+ * max) or adaptive (the renderer's default effort) turn K3's thinking on;
+ * output_config.effort, when given, sets the effort (medium → high, xhigh →
+ * max); disabled or absent: off, Anthropic's default. */
+static void set_thinking(const json_t *req, json_t *chat) {
+    json_t *th = opt(req, "thinking");
+    const char *tt = th ? json_string_value(json_object_get(th, "type")) : NULL;
+    const char *effort = NULL;
+    if (tt && !strcmp(tt, "enabled")) {
+        json_int_t b = json_integer_value(json_object_get(th, "budget_tokens"));
+        effort = b < 4096 ? "low" : b < 16384 ? "high" : "max";
+    }
+    const char *oe = json_string_value(json_object_get(opt(req, "output_config"), "effort"));
+    if (oe)
+        effort = !strcmp(oe, "low")                             ? "low"
+                 : !strcmp(oe, "medium") || !strcmp(oe, "high") ? "high"
+                                                                : "max";
+    int on = tt && (!strcmp(tt, "enabled") || !strcmp(tt, "adaptive"));
+    json_object_set_new(chat, "thinking", json_boolean(on));
+    if (on && effort) json_object_set_new(chat, "reasoning_effort", json_string(effort));
+}
+
+/* Structured outputs (output_config.format, or the beta's output_format):
+ * the chat path's response_format json_schema, enforced by the same grammar. */
+static void set_output_format(const json_t *req, json_t *chat) {
+    json_t *f = opt(opt(req, "output_config"), "format");
+    if (!f) f = opt(req, "output_format");
+    if (!f) return;
+    json_object_set_new(chat, "response_format",
+                        json_pack("{s:s,s:{s:s,s:O,s:b}}", "type", "json_schema", "json_schema",
+                                  "name", "output", "schema", json_object_get(f, "schema"),
+                                  "strict", 1));
+}
+
 /* Messages request → chat request, or NULL + e. */
 json_t *serve_anthropic_to_chat(const json_t *req, int count_only, serve_err *e) {
+    if (serve_anthropic_check(req, count_only, e)) return NULL;
     json_t *msgs = json_array();
     json_t *sys = opt(req, "system");
     if (sys) {
@@ -137,13 +173,7 @@ json_t *serve_anthropic_to_chat(const json_t *req, int count_only, serve_err *e)
     json_array_foreach(ms, i, m) if (!json_is_object(m) || message(msgs, m, i, e)) goto fail;
     json_t *chat = json_pack("{s:o}", "messages", msgs);
     msgs = NULL;
-    json_t *mt = opt(req, "max_tokens");
-    if (!count_only && !mt) {
-        json_decref(chat);
-        serve_err_set(e, 400, NULL, "max_tokens", "missing_required_parameter",
-                      "max_tokens: Field required");
-        return NULL;
-    }
+    json_t *mt = opt(req, "max_tokens"); /* required unless count_only: checked */
     if (mt) json_object_set(chat, "max_tokens", mt);
     static const char *const copy[] = {"model", "temperature",        "top_p",
                                        "top_k", "k3_test_force_text", "k3_test_force_tokens"};
@@ -190,18 +220,8 @@ json_t *serve_anthropic_to_chat(const json_t *req, int count_only, serve_err *e)
             return NULL;
         }
     }
-    json_t *th = opt(req, "thinking");
-    const char *tt = th ? json_string_value(json_object_get(th, "type")) : NULL;
-    if (tt && !strcmp(tt, "enabled")) {
-        json_int_t b = json_integer_value(json_object_get(th, "budget_tokens"));
-        json_object_set_new(chat, "thinking", json_true());
-        json_object_set_new(chat, "reasoning_effort",
-                            json_string(b < 4096    ? "low"
-                                        : b < 16384 ? "high"
-                                                    : "max"));
-    } else {
-        json_object_set_new(chat, "thinking", json_false()); /* Anthropic's default: off */
-    }
+    set_thinking(req, chat);
+    set_output_format(req, chat);
     return chat;
 fail:
     json_decref(msgs);

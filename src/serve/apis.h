@@ -30,5 +30,8 @@ json_t *serve_responses_to_chat(const json_t *req, json_t *history, const serve_
 /* Messages request → chat request (new reference); count_only: max_tokens
  * is not required (count_tokens). NULL + e on error. */
 json_t *serve_anthropic_to_chat(const json_t *req, int count_only, serve_err *e);
+/* The validator both Anthropic routes share (anthropic_check.c; called by
+ * serve_anthropic_to_chat): 0, or -1 + e naming the field. */
+int serve_anthropic_check(const json_t *req, int count_only, serve_err *e);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "base/err.h"
 #include "gen/constrain.h"
+#include "model/model.h"
 #include "base/utf8safe.h"
 #include "text/chat.h"
 
@@ -28,20 +29,6 @@ static void default_name(char *out, size_t cap, const char *dir) {
     size_t b = n;
     while (b > 0 && dir[b - 1] != '/') b--;
     snprintf(out, cap, "%.*s", (int)(n - b), dir + b);
-}
-
-/* config.json's max_position_embeddings (top level or text_config), 0 if absent. */
-static int train_context(const char *dir) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    json_t *c = json_load_file(path, 0, NULL);
-    if (!c) return 0;
-    json_t *v = json_object_get(c, "max_position_embeddings");
-    if (!json_is_integer(v))
-        v = json_object_get(json_object_get(c, "text_config"), "max_position_embeddings");
-    json_int_t n = json_is_integer(v) ? json_integer_value(v) : 0;
-    json_decref(c);
-    return n > 0 && n < (1 << 30) ? (int)n : 0;
 }
 
 int serve_engine_open(serve_engine *e, const char *dir, const char *name, int threads) {
@@ -69,7 +56,7 @@ int serve_engine_open(serve_engine *e, const char *dir, const char *name, int th
         default_name(raw, sizeof raw, dir);
     /* the id goes into every JSON response: valid UTF-8, cut on a boundary */
     k3_utf8_escape(e->name, sizeof e->name, raw, strlen(raw), K3_UTF8_CTRL);
-    e->n_ctx_train = train_context(dir);
+    e->n_ctx_train = e->model->c->max_position_embeddings; /* range-checked by the loader */
     int32_t ctl[4] = {e->xtml.ctrl_id[K3_XC_OPEN], e->xtml.ctrl_id[K3_XC_CLOSE],
                       e->xtml.ctrl_id[K3_XC_SEP], e->xtml.ctrl_id[K3_XC_EOM]};
     if (ctl[0] >= 0 && ctl[1] >= 0 && ctl[2] >= 0 && ctl[3] >= 0)

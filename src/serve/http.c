@@ -592,6 +592,7 @@ int serve_run(serve_engine *e, const serve_opts *o) {
     srv.lim.test_mode = o->test_mode;
     srv.lim.aliases = o->aliases;
     srv.lim.n_aliases = o->n_aliases;
+    srv.lim.vocab = e->vocab;
     for (int i = 0; i < o->n_api_keys; i++)
         if (!o->api_keys[i][0]) {
             k3_seterr("--api-key is empty (omit it to run without authentication)");

@@ -361,13 +361,6 @@ static int parse_sampling(serve_req *q, serve_err *err) {
     if (present) q->top_k = v < 0 ? 0 : (int)v;
     if (get_int(q->root, "seed", INT64_MIN, INT64_MAX, &q->has_seed, &v, err)) return -1;
     if (q->has_seed) q->seed = (uint64_t)v;
-    if (get_int(q->root, "n", 1, 1, NULL, &v, err)) {
-        if (!strcmp(err->code, "invalid_value"))
-            snprintf(err->message, sizeof err->message,
-                     "'n' must be 1 (only one choice is "
-                     "generated per request).");
-        return -1;
-    }
     return 0;
 }
 
@@ -549,18 +542,19 @@ int serve_req_parse(const char *body, size_t len, serve_kind kind, const serve_l
         goto out;
     }
     if (parse_sampling(q, err) || parse_max_tokens(q, lim, err) || parse_stop(q, err) ||
-        parse_output_options(q, err) || parse_test_fields(q, lim, err))
+        parse_output_options(q, err) || parse_test_fields(q, lim, err) ||
+        serve_req_parse_openai(q, lim, err))
         goto out;
     rc = 0;
 out:
-    if (rc) {
-        json_decref(q->root);
-        q->root = NULL;
-    }
+    if (rc) serve_req_free(q);
     return rc;
 }
 
 void serve_req_free(serve_req *q) {
     if (q->root) json_decref(q->root);
     q->root = NULL;
+    free(q->logit_bias);
+    q->logit_bias = NULL;
+    q->n_logit_bias = 0;
 }

@@ -4,9 +4,10 @@
  * /v1/completions to serve_req_parse(). It checks every field the server
  * honours (type, range, UTF-8) and fills a serve_req; on the first problem it
  * fills a serve_err with the HTTP status and an OpenAI-style error naming the
- * offending field ("messages[1].content", "max_tokens", ...). Unknown fields
- * are ignored. The parsed JSON document stays alive in serve_req.root so the
- * chat renderer receives the client's values unchanged (chat.md §2.4 caveat).
+ * offending field ("messages[1].content", "max_tokens", ...). A field of
+ * OpenAI's API that k3 does not implement is refused by name (request_openai.c);
+ * other unknown fields (vendor extensions) are ignored. The parsed JSON document stays alive in
+ * serve_req.root so the chat renderer receives the client's values unchanged (chat.md §2.4 caveat).
  *
  * Pure function of its input: no model, no I/O, safe to fuzz
  * (fuzz/fuzz_http_request.c). */
@@ -16,6 +17,8 @@
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "gen/sampler.h"
 
 typedef enum { SERVE_CHAT = 0, SERVE_COMPLETION = 1 } serve_kind;
 
@@ -38,6 +41,7 @@ typedef struct {
     int test_mode;              /* 1: honour the k3_test_force_* extension fields */
     const char *const *aliases; /* more accepted model ids */
     int n_aliases;
+    int vocab; /* the model's vocabulary size (logit_bias ids); 0 = not checked here */
 } serve_limits;
 
 /* 1 if `model` is the served model or one of its aliases (or no name is set). */
@@ -67,6 +71,10 @@ typedef struct {
     double repetition_penalty; /* default 1.0 = off */
     int has_seed;
     uint64_t seed;
+    double presence_penalty;   /* -2..2, default 0 */
+    double frequency_penalty;  /* -2..2, default 0 */
+    k3_logit_bias *logit_bias; /* owned, n_logit_bias entries (request_openai.c) */
+    int n_logit_bias;
 
     int max_tokens; /* after clamping to the cap; the cap if the client gave none */
     const char *stop[SERVE_MAX_STOP]; /* borrowed from root */
@@ -98,6 +106,11 @@ typedef struct {
 int serve_req_parse(const char *body, size_t len, serve_kind kind, const serve_limits *lim,
                     serve_req *req, serve_err *err);
 void serve_req_free(serve_req *req);
+
+/* request_openai.c: logit_bias, presence / frequency penalties, and the
+ * refusal of OpenAI fields k3 does not implement (n > 1, best_of, echo,
+ * suffix, audio, ...). 0, or -1 with *err naming the field. */
+int serve_req_parse_openai(serve_req *q, const serve_limits *lim, serve_err *err);
 
 /* Fill an error; returns -1 so `return serve_err_set(...)` works. */
 int serve_err_set(serve_err *err, int status, const char *type, const char *param, const char *code,

@@ -211,6 +211,10 @@ static k3_sampler *make_sampler(const serve_req *q, int vocab) {
     p.top_p = (float)q->top_p;
     p.min_p = (float)q->min_p;
     p.rep_penalty = (float)q->repetition_penalty;
+    p.presence_penalty = (float)q->presence_penalty;
+    p.frequency_penalty = (float)q->frequency_penalty;
+    p.bias = q->logit_bias;
+    p.n_bias = q->n_logit_bias;
     p.seed = q->has_seed ? q->seed : (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)q;
     return k3_sampler_new(&p, vocab);
 }
@@ -327,7 +331,7 @@ static int on_logits(serve_sched *s, serve_job *j, k3_buf *b) {
         job_fail(s, j, b);
         return 1;
     }
-    k3_sampler_accept(j->sampler, id);
+    k3_sampler_accept_generated(j->sampler, id);
     j->pending = id;
     j->decoding = 1;
     return 0;

@@ -138,6 +138,35 @@ fresh
 cfg_set 't["quantization_config"] = {"quant_method": "compressed-tensors", "format": "float-quantized"}'
 check loader_quant_ct_format_refused '"float-quantized"' L
 
+# the trained context is the server's prompt cap: 0 / -1 must not mean "none"
+for v in 0 -1 2147483647 true; do
+    fresh
+    cfg_set "t['max_position_embeddings'] = $( [ $v = true ] && echo True || echo $v )"
+    check "loader_max_positions_$v" '"max_position_embeddings"' L
+done
+fresh
+cfg_set 'c["max_position_embeddings"] = -1'
+check loader_max_positions_top_level '"max_position_embeddings" = -1 is out of range' L
+fresh
+cfg_set 't["topk_group"] = 3'
+check loader_topk_group_past_groups '"topk_group" = 3, expected 1..num_expert_group (1)' L
+fresh
+cfg_set 't["linear_attn_config"]["kda_layers"] = [1, 2, 3, 9]; t["linear_attn_config"]["full_attn_layers"] = [4]'
+check loader_kda_layer_past_model 'kda_layers[3] = 9 names no layer of the model (num_hidden_layers 4' L
+fresh
+cfg_set 't["linear_attn_config"]["kda_layers"] = [1, 2, 3, 5]; t["num_nextn_predict_layers"] = 1'
+if L 2>"$tmp/err"; then echo "PASS loader_kda_lists_mtp_layer"; else
+    echo "FAIL loader_kda_lists_mtp_layer"; sed 's/^/  /' "$tmp/err"; fi
+# every numeric field is range-checked by name
+for kv in num_experts=-8 num_shared_experts=-1 first_k_dense_replace=9 first_k_dense_replace=-1 \
+    q_lora_rank=-3 qk_rope_head_dim=-8 moe_renormalize=2 tie_word_embeddings=7 \
+    routed_scaling_factor=0 activation_situ_beta=-1 num_nextn_predict_layers=-1 \
+    attn_res_block_size=-2 num_hidden_layers=0 num_hidden_layers=5000; do
+    fresh
+    cfg_set "t['${kv%%=*}'] = ${kv#*=}"
+    check "config_range_$kv" "\"${kv%%=*}\"" L
+done
+
 # --- the tokenizer: no silent byte-level fallback ---
 fresh
 check tokenizer_missing_is_error "no tiktoken.model" "$K3" generate --model "$tmp/m" --prompt hi -m 1

@@ -103,10 +103,11 @@ fi
     fail quantize_stream_force_resume_exclusive
 
 # 6. the check catches a broken output: the conversion's own check (sampled rows
-# re-quantized) finds a bit flipped as written (checksums cannot), and --check
-# finds a byte flipped on disk afterwards (checksums).
+# re-quantized) finds a bit flipped as written (digests cannot), and --check
+# finds a byte flipped on disk afterwards (SHA-256 against the manifest), naming
+# the shard and the tensor.
 if "$K3" quantize "${args[@]}" --out "$TMP/full" --check >"$TMP/check.log" 2>&1 &&
-    grep -q "^checked .*checksums.* rows re-quantized" "$TMP/check.log"; then
+    grep -q "^checked .*SHA-256 of every shard and tensor.* rows re-quantized" "$TMP/check.log"; then
     pass quantize_stream_check_clean
 else
     fail quantize_stream_check_clean "$(tail -1 "$TMP/check.log")"
@@ -117,11 +118,22 @@ b=$(od -An -tu1 -j 200000 -N1 "$f3" | tr -d ' ')
 printf "\\x$(printf %02x $(((b + 1) % 256)))" | dd of="$f3" bs=1 seek=200000 conv=notrunc status=none
 "$K3" quantize "${args[@]}" --out "$TMP/flip" --check >"$TMP/flip.log" 2>&1
 rc=$?
-if [ "$rc" = 1 ] && grep -q "model-00003-of-.*checksum .* recorded when it was written" "$TMP/flip.log"; then
+if [ "$rc" = 1 ] && grep -qE "model-00003-of-[0-9]+\.safetensors: tensor language_model\.[^:]+: SHA-256 [0-9a-f]{64}, [0-9a-f]{64} recorded in k3-manifest.json" "$TMP/flip.log"; then
     pass quantize_stream_check_flipped_byte
 else
     fail quantize_stream_check_flipped_byte "rc $rc: $(tail -1 "$TMP/flip.log")"
 fi
+# the tensor named is the one whose data holds the flipped byte (from the header)
+if python3 - "$f3" "$TMP/flip.log" <<'PY'; then pass quantize_stream_check_names_flipped_tensor; else fail quantize_stream_check_names_flipped_tensor "$(tail -1 "$TMP/flip.log")"; fi
+import json, re, struct, sys
+f, log = sys.argv[1], open(sys.argv[2]).read()
+name = re.search(r"safetensors: tensor (\S+): SHA-256", log).group(1)
+with open(f, "rb") as fh:
+    n = struct.unpack("<Q", fh.read(8))[0]
+    hdr = json.loads(fh.read(n))
+a, b = hdr[name]["data_offsets"]
+sys.exit(0 if 8 + n + a <= 200000 < 8 + n + b else 1)
+PY
 K3_QCONV_FAULT=lm_head "$K3" quantize --model "$TMP/fx" --out "$TMP/fault" --bits 4 >"$TMP/fault.log" 2>&1
 rc=$?
 if [ "$rc" = 1 ] && grep -q "lm_head.weight: row 0 differs from the input re-quantized" "$TMP/fault.log"; then
