@@ -22,6 +22,7 @@
 #include "kernels/kbench.h"
 #include "kernels/matvec_i8.h"
 #include "kernels/membw.h"
+#include "kernels/mla_tile.h"
 #include "model/prefetch.h"
 
 #include <omp.h>
@@ -39,6 +40,7 @@ static void bench_usage(FILE *f) {
                "                [--ram-budget SIZE] [--no-prefetch] [--depth D]\n"
                "       k3 bench --kernels [--threads N] [-p T] [--quick]\n"
                "       k3 bench --bandwidth [--threads N]\n"
+               "       k3 bench --attention N [--threads N]\n"
                "\n"
                "  --model DIR   prefill a P-token prompt, then decode N tokens, R times after a\n"
                "                warm-up; reports medians, peak RSS, bytes read per decoded\n"
@@ -47,6 +49,8 @@ static void bench_usage(FILE *f) {
                "                token reads more (working set >= bytes per token)\n"
                "  --depth D     prefill and decode after a D-token context (filled once, not\n"
                "                timed; every run starts from a copy of it), as llama-bench -d\n"
+               "  --attention N the MLA attention kernel alone: one decode step of K3's 96\n"
+               "                heads (rank 512, RoPE 64) over an N-token latent cache\n"
                "  --bw-over auto|buffer|weights\n"
                "                where the roofline bandwidth is measured (default auto: the\n"
                "                buffer up to 512 MiB per token, the weight files above)\n"
@@ -75,6 +79,7 @@ typedef struct {
     int bw_over; /* 0 auto, 1 buffer, 2 weight files */
     long T, n, runs, batch;
     long depth;     /* --depth: tokens of context before the timed prompt */
+    long attention; /* --attention: cache length of the attention-kernel benchmark */
     int batch_only; /* --batch-only: just B, not 1, 2, 4, ... B */
     const char *model;
     int no_prefetch;     /* --no-prefetch: plain mmap faults for the experts */
@@ -139,6 +144,7 @@ static long *int_option(bench_args *a, const char *o) {
     if (!strcmp(o, "--runs")) return &a->runs;
     if (!strcmp(o, "--batch")) return &a->batch;
     if (!strcmp(o, "--depth")) return &a->depth;
+    if (!strcmp(o, "--attention")) return &a->attention;
     if (!strcmp(o, "--threads")) return &threads;
     return NULL;
 }
@@ -198,7 +204,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
             return -1;
         }
     }
-    if (!a->kernels && !a->bandwidth && !a->model) {
+    if (!a->kernels && !a->bandwidth && !a->model && !a->attention) {
         bench_usage(stderr);
         return -1;
     }
@@ -482,6 +488,21 @@ static int run_model(const bench_args *a) {
     return 0;
 }
 
+/* The MLA attention kernel alone at K3's width (kernels/mla_tile.h). */
+static int run_attention(const bench_args *a) {
+    k3_mla_tile_bench_result r;
+    if (k3_mla_tile_bench(96, 512, 64, a->attention, 1, a->quick ? 2 : 5, &r) < 0) {
+        fprintf(stderr, "k3 bench: %s\n", k3_errmsg());
+        return 1;
+    }
+    printf("attention        %s kernels, %d threads: 96 heads x 1 query over %ld cached tokens "
+           "(rank 512 + RoPE 64): %.2f ms, %.1f GFLOP/s, cache read at %.1f GB/s; CPU time "
+           "%.2f ms, %.1f GFLOP/s per CPU second\n",
+           k3_kernels_name(), omp_get_max_threads(), a->attention, 1e3 * r.seconds, r.gflops,
+           r.cache_gbs, 1e3 * r.cpu_seconds, r.gflops_cpu);
+    return 0;
+}
+
 int cmd_bench(int argc, char **argv) {
     bench_args a;
     if (parse_args(argc, argv, &a) < 0) return 2;
@@ -492,6 +513,7 @@ int cmd_bench(int argc, char **argv) {
         return k3_bench_batch(a.model, a.threads, (int)a.batch, a.batch_only, a.T, a.n, a.runs,
                               a.json);
     if (a.model) rc = run_model(&a);
+    if (!rc && a.attention) rc = run_attention(&a);
     if (!rc && a.kernels) rc = run_kernels(&a);
     if (!rc && (a.bandwidth || a.kernels)) rc = run_bandwidth(&a);
     return rc;
