@@ -8,6 +8,7 @@
 #include "base/err.h"
 #include "gen/builtin.h"
 #include "kernels/matvec_i8.h"
+#include "model/plan.h"
 #include "serve/server.h"
 
 static void serve_usage(FILE *f) {
@@ -21,7 +22,9 @@ static void serve_usage(FILE *f) {
            "                       repeat for aliases (the first is reported); --name = same\n"
            "  --host ADDR          bind address or host name (default 127.0.0.1)\n"
            "  --ctx-size N         context length per request: prompt + reply tokens (default:\n"
-           "                       config.json max_position_embeddings); longer prompts get 400\n"
+           "                       config.json max_position_embeddings); longer prompts get 400.\n"
+           "                       At most 1048576; checked at start: one sequence's state and\n"
+           "                       MLA latents at N must fit in RAM and in --cache-mb\n"
            "  --cors-origin ORIGIN allow browser pages from ORIGIN (repeatable, or comma-\n"
            "                       separated; '*' = any). Default: no cross-origin access\n"
            "  --port N             TCP port (default 8000; 0 = any free port, printed)\n"
@@ -159,7 +162,7 @@ static int parse_opt(const char *a, char *v, serve_opts *o, model_args *m) {
     } else if (!strcmp(a, "--cors-origin")) {
         if (add_values(a, v, m->origins, &m->n_origins)) return -1;
     } else if (!strcmp(a, "--ctx-size")) {
-        if (int_arg(a, v, 0, 1 << 30, &x)) return -1;
+        if (int_arg(a, v, 0, K3_CTX_MAX, &x)) return -1;
         o->ctx_size = (int)x;
     } else if (!strcmp(a, "--host"))
         o->host = v;
@@ -262,6 +265,12 @@ int cmd_serve(int argc, char **argv) {
     serve_engine e;
     if (serve_engine_open(&e, m.model, m.n_names ? m.names[0] : NULL, m.threads)) {
         fprintf(stderr, "k3 serve: %s\n", k3_errmsg());
+        free(builtin);
+        return 1;
+    }
+    if (o.ctx_size > 0 && k3_seq_plan_check(e.model, o.ctx_size, o.cache_budget, 0)) {
+        fprintf(stderr, "k3 serve: %s\n", k3_errmsg());
+        serve_engine_close(&e);
         free(builtin);
         return 1;
     }
