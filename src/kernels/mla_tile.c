@@ -114,7 +114,7 @@ static void merge_row(const k3_mla_tile_args *a, const tile_plan *p, const float
         const float *ps = part + (s * p->nrows + i) * p->ld;
         if (!(ps[dv + 1] > 0)) continue;
         float w = (float)(exp(ps[dv] - M) / L);
-        for (int k = 0; k < dv; k++) o[k] = fmaf(w, ps[k], o[k]);
+        for (int k = 0; k < dv; k++) o[k] += w * ps[k]; /* not contracted (ISO C), vectorized */
     }
 }
 

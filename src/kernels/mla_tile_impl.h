@@ -140,10 +140,12 @@ TILE_ATTR static void TILE_FN(wsum)(const k3_mla_tile_args *a, const k3_tile_row
                     for (int c = 0; c < VC; c++) acc[r * VC + c] = VFMA(p, v[c], acc[r * VC + c]);
                 }
             }
-            for (int r = 0; r < VR && r0 + r < rw->g; r++)
+#pragma GCC unroll 8
+            for (int r = 0; r < VR; r++) /* constant indices: acc stays in registers */
 #pragma GCC unroll 8
                 for (int c = 0; c < VC; c++)
-                    VSTOREM(rw->acc[r0 + r] + c0 + c * VW, m[c], acc[r * VC + c]);
+                    if (r0 + r < rw->g)
+                        VSTOREM(rw->acc[r0 + r] + c0 + c * VW, m[c], acc[r * VC + c]);
         }
     }
 }
