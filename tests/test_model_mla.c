@@ -1,8 +1,6 @@
-/* test_model_mla.c — the MLA attention kernel and the allocation-free forward step.
+/* test_model_mla.c — MLA forward passes and the allocation-free forward step.
  *
- *   - k3_mla_attend (vectorized) against its scalar double reference on
- *     awkward head widths (not multiples of 8/32), strided rows, cache lengths
- *     1..70 and 301;
+ *   (the attention kernel itself: test_kernels_mla_tile.c)
  *   - whole forward passes (prefill + decode, MLA path automatic / A / B) on
  *     fixtures with the HF (W_UK) and MLX (W_UK^T) layouts: 2 and 3 threads
  *     bitwise equal to 1, and the fast kernels close to K3_KERNELS=ref;
@@ -61,61 +59,6 @@ void free(void *p) {
     __libc_free(p);
 }
 #endif
-
-/* ---- the kernel ------------------------------------------------------------ */
-
-static float *rand_floats(int64_t n, float scale) {
-    float *p = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
-    for (int64_t i = 0; i < n; i++) p[i] = (float)t_rand() * scale;
-    return p;
-}
-
-/* One case: returns the max error of out relative to max|V| (and p absolute). */
-static double attend_case(int dk, int dp, int dv, int64_t n) {
-    int64_t ldk = dk + 3, ldp = dp + 1, ldv = dv + 5;
-    float *q = rand_floats(dk, 1), *qp = rand_floats(dp ? dp : 1, 1);
-    float *K = rand_floats(n * ldk, 1), *P = rand_floats(n * ldp, 1), *V = rand_floats(n * ldv, 1);
-    float *p1 = malloc(sizeof(float) * (size_t)n), *p2 = malloc(sizeof(float) * (size_t)n);
-    float *o1 = malloc(sizeof(float) * (size_t)dv), *o2 = malloc(sizeof(float) * (size_t)dv);
-    k3_attend_args a = {.q = q,
-                        .K = K,
-                        .qp = qp,
-                        .P = P,
-                        .V = V,
-                        .ldk = ldk,
-                        .ldp = ldp,
-                        .ldv = ldv,
-                        .n = n,
-                        .dk = dk,
-                        .dp = dp,
-                        .dv = dv};
-    a.scale = 1.0f / sqrtf((float)(dk + dp));
-    k3_mla_attend(&a, p1, o1, 0);
-    k3_mla_attend(&a, p2, o2, 1);
-    double e = 0;
-    for (int i = 0; i < dv; i++) e = fmax(e, fabs((double)o1[i] - o2[i]));
-    for (int64_t s = 0; s < n; s++) e = fmax(e, fabs((double)p1[s] - p2[s]));
-    free(q), free(qp), free(K), free(P), free(V), free(p1), free(p2), free(o1), free(o2);
-    return e;
-}
-
-TEST(attend_matches_reference) {
-    static const int dks[] = {1, 5, 31, 64, 100, 257}, dps[] = {0, 3, 32},
-                     dvs[] = {1, 7, 19, 64, 260};
-    static const int64_t ns[] = {1, 2, 3, 4, 5, 7, 8, 9, 31, 33, 70, 301};
-    t_seed(21);
-    double worst = 0;
-    for (size_t a = 0; a < sizeof dks / sizeof *dks; a++)
-        for (size_t b = 0; b < sizeof dps / sizeof *dps; b++)
-            for (size_t c = 0; c < sizeof dvs / sizeof *dvs; c++)
-                for (size_t d = 0; d < sizeof ns / sizeof *ns; d++) {
-                    double e = attend_case(dks[a], dps[b], dvs[c], ns[d]);
-                    worst = fmax(worst, e);
-                    CHECK(e < 2e-6, "dk=%d dp=%d dv=%d n=%lld: error %g", dks[a], dps[b], dvs[c],
-                          (long long)ns[d], e);
-                }
-    printf("  attend fast vs ref: max error %.3g (|V| <= 1)\n", worst);
-}
 
 /* ---- whole forward passes ---------------------------------------------------- */
 
@@ -234,7 +177,6 @@ TEST(decode_does_not_allocate) {
 }
 
 int main(void) {
-    RUN(attend_matches_reference);
     RUN(threads_bitwise_and_ref_close);
     RUN(decode_does_not_allocate);
     return t_done();

@@ -6,7 +6,8 @@
  *       RSS, weight bytes read per decoded token, memory read bandwidth
  *       measured in the same run over a working set at least as large as the
  *       bytes per token (roofline_bandwidth), and roofline = decode tok/s /
- *       (bw / bytes).
+ *       (bw / bytes). --depth D: the same after a D-token context (filled
+ *       once, not timed; each run starts from a copy of it), as llama-bench -d.
  *   k3 bench --kernels [--threads N] [-p T]   GB/s and GFLOP/s per weight format
  *   k3 bench --bandwidth [--threads N]        streaming-read bandwidth only */
 #include "cli/cli.h"
@@ -21,6 +22,7 @@
 #include "kernels/kbench.h"
 #include "kernels/matvec_i8.h"
 #include "kernels/membw.h"
+#include "kernels/mla_tile.h"
 #include "model/prefetch.h"
 
 #include <omp.h>
@@ -35,15 +37,20 @@
 static void bench_usage(FILE *f) {
     fprintf(f, "usage: k3 bench --model DIR [-p 64] [-n 32] [--threads N] [--runs 5] [--json]\n"
                "                [--act-int8] [--bw-over auto|buffer|weights] [--batch B]\n"
-               "                [--ram-budget SIZE] [--no-prefetch]\n"
+               "                [--ram-budget SIZE] [--no-prefetch] [--depth D]\n"
                "       k3 bench --kernels [--threads N] [-p T] [--quick]\n"
                "       k3 bench --bandwidth [--threads N]\n"
+               "       k3 bench --attention N [--threads N]\n"
                "\n"
                "  --model DIR   prefill a P-token prompt, then decode N tokens, R times after a\n"
                "                warm-up; reports medians, peak RSS, bytes read per decoded\n"
                "                token, measured bandwidth and the roofline ratio; bandwidth\n"
                "                over a 512 MiB buffer, or over the mapped weight files when a\n"
                "                token reads more (working set >= bytes per token)\n"
+               "  --depth D     prefill and decode after a D-token context (filled once, not\n"
+               "                timed; every run starts from a copy of it), as llama-bench -d\n"
+               "  --attention N the MLA attention kernel alone: one decode step of K3's 96\n"
+               "                heads (rank 512, RoPE 64) over an N-token latent cache\n"
                "  --bw-over auto|buffer|weights\n"
                "                where the roofline bandwidth is measured (default auto: the\n"
                "                buffer up to 512 MiB per token, the weight files above)\n"
@@ -71,6 +78,8 @@ typedef struct {
     int kernels, bandwidth, threads, quick, json;
     int bw_over; /* 0 auto, 1 buffer, 2 weight files */
     long T, n, runs, batch;
+    long depth;     /* --depth: tokens of context before the timed prompt */
+    long attention; /* --attention: cache length of the attention-kernel benchmark */
     int batch_only; /* --batch-only: just B, not 1, 2, 4, ... B */
     const char *model;
     int no_prefetch;     /* --no-prefetch: plain mmap faults for the experts */
@@ -134,6 +143,8 @@ static long *int_option(bench_args *a, const char *o) {
     if (!strcmp(o, "-n")) return &a->n;
     if (!strcmp(o, "--runs")) return &a->runs;
     if (!strcmp(o, "--batch")) return &a->batch;
+    if (!strcmp(o, "--depth")) return &a->depth;
+    if (!strcmp(o, "--attention")) return &a->attention;
     if (!strcmp(o, "--threads")) return &threads;
     return NULL;
 }
@@ -180,7 +191,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
         } else if (!strcmp(o, "--model") && i + 1 < argc) {
             a->model = argv[++i];
         } else if (iv && i + 1 < argc) {
-            if (parse_int(argv[++i], o, 1, iv) < 0) return -1;
+            if (parse_int(argv[++i], o, iv == &a->depth ? 0 : 1, iv) < 0) return -1;
             if (!strcmp(o, "--threads")) a->threads = (int)*iv;
         } else if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
             bench_usage(stdout);
@@ -193,7 +204,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
             return -1;
         }
     }
-    if (!a->kernels && !a->bandwidth && !a->model) {
+    if (!a->kernels && !a->bandwidth && !a->model && !a->attention) {
         bench_usage(stderr);
         return -1;
     }
@@ -257,10 +268,12 @@ static int32_t argmax(const float *v, int n) {
     return best;
 }
 
-/* One prefill of P tokens then N greedy decode steps; seconds of each phase. */
-static int one_run(k3_seq *s, const int32_t *prompt, long P, long N, float *logits, int V,
-                   double *t_prefill, double *t_decode) {
+/* One prefill of P tokens then N greedy decode steps after the context ctx
+ * (NULL: none), copied in untimed; seconds of each phase. */
+static int one_run(k3_seq *s, const k3_seq *ctx, const int32_t *prompt, long P, long N,
+                   float *logits, int V, double *t_prefill, double *t_decode) {
     k3_seq_reset(s);
+    if (ctx) k3_seq_clone_copy(s, ctx);
     double t0 = k3_now();
     if (k3_forward(s, prompt, P, logits, 0) < 0) return -1;
     double t1 = k3_now();
@@ -321,6 +334,30 @@ static double roofline_bandwidth(const bench_args *a, uint64_t active, uint64_t 
     return bw;
 }
 
+/* A sequence that has read a D-token context (tokens unlike the prompt's),
+ * in chunks with the time on stderr; NULL + k3_errmsg on failure. */
+static k3_seq *fill_context(k3_model *m, long D, int V) {
+    enum { STEP = 4096 };
+    k3_seq *c = k3_seq_new(m);
+    int32_t *tok = k3_xmalloc(sizeof(int32_t) * STEP);
+    float *logits = k3_xmalloc(sizeof(float) * (size_t)V);
+    double t0 = k3_now();
+    for (long i = 0; i < D; i += STEP) {
+        long k = D - i < STEP ? D - i : STEP;
+        for (long j = 0; j < k; j++)
+            tok[j] = (int32_t)(((i + j) * 104729 + 7) % (V > 256 ? V - 256 : V));
+        if (k3_forward(c, tok, k, logits, 0) < 0) {
+            k3_seq_free(c);
+            c = NULL;
+            break;
+        }
+        fprintf(stderr, "k3 bench: context %ld/%ld tokens (%.0f s)\n", i + k, D, k3_now() - t0);
+    }
+    free(tok);
+    free(logits);
+    return c;
+}
+
 static int measure_model(const bench_args *a, model_result *r) {
     k3_load_opts lo = {0};
     lo.threads = a->threads;
@@ -334,22 +371,25 @@ static int measure_model(const bench_args *a, model_result *r) {
     int32_t *prompt = k3_xmalloc(sizeof(int32_t) * (size_t)a->T);
     for (long i = 0; i < a->T; i++)
         prompt[i] = (int32_t)((i * 7919 + 13) % (V > 256 ? V - 256 : V));
+    k3_seq *ctx = a->depth ? fill_context(m, a->depth, V) : NULL;
     double *tp = k3_xmalloc(sizeof(double) * (size_t)a->runs);
     double *td = k3_xmalloc(sizeof(double) * (size_t)a->runs);
-    int rc = one_run(s, prompt, a->T, a->n < 4 ? a->n : 4, logits, V, &tp[0], &td[0]); /* warm-up */
+    int rc = a->depth && !ctx
+                 ? -1 /* warm-up: */
+                 : one_run(s, ctx, prompt, a->T, a->n < 4 ? a->n : 4, logits, V, &tp[0], &td[0]);
     k3_prefetch_reset_stats();
     /* The hit count asks mincore about every selected expert (9 system calls each, ~450
      * per decoded token on the bench preset, 3-5% of its 1-thread decode): it has a run
      * of its own, not timed, so no timed run pays for it (with 1 or 2 runs every run
      * used to count). */
     k3_prefetch_count_hits(1);
-    if (rc == 0) rc = one_run(s, prompt, a->T, a->n, logits, V, &tp[0], &td[0]);
+    if (rc == 0) rc = one_run(s, ctx, prompt, a->T, a->n, logits, V, &tp[0], &td[0]);
     k3_prefetch_count_hits(0);
     g_decode_read = g_decode_majflt = 0;
     g_decode_cpu = g_decode_sys = g_decode_runq = 0;
     double wall = 0;
     for (long i = 0; rc == 0 && i < a->runs; i++)
-        rc = one_run(s, prompt, a->T, a->n, logits, V, &tp[i], &td[i]), wall += td[i];
+        rc = one_run(s, ctx, prompt, a->T, a->n, logits, V, &tp[i], &td[i]), wall += td[i];
     if (rc == 0) {
         const double ntok = (double)(a->n * a->runs);
         r->pf = k3_prefetch_get_stats();
@@ -372,6 +412,7 @@ static int measure_model(const bench_args *a, model_result *r) {
     free(prompt);
     free(logits);
     k3_seq_free(s);
+    if (ctx) k3_seq_free(ctx);
     k3_model_free(m);
     if (rc) return -1;
     r->bw = roofline_bandwidth(a, r->active_bytes, &r->bw_bytes, &r->bw_on_weights);
@@ -397,7 +438,8 @@ static int run_model(const bench_args *a) {
     }
     int th = omp_get_max_threads();
     if (a->json) {
-        printf("{\"model\":\"%s\",\"threads\":%d,\"kernels\":\"%s\",\"prompt\":%ld,\"decode\":%ld,"
+        printf("{\"model\":\"%s\",\"threads\":%d,\"kernels\":\"%s\",\"depth\":%ld,\"prompt\":%ld,"
+               "\"decode\":%ld,"
                "\"runs\":%ld,\"load_s\":%.3f,\"prefill_tps\":%.2f,\"decode_tps\":%.2f,"
                "\"peak_rss_bytes\":%llu,\"weight_bytes\":%llu,\"active_bytes_per_token\":%llu,"
                "\"bandwidth_bytes_per_s\":%.0f,\"bandwidth_working_set_bytes\":%llu,"
@@ -407,18 +449,19 @@ static int run_model(const bench_args *a) {
                "\"decode_sys_s_per_token\":%.6g,\"decode_majflt_per_token\":%.1f,"
                "\"decode_runqueue_wait_s_per_token\":%.6g,"
                "\"prefetch_pool_cpu_s\":%.6g,\"readahead\":\"%s\"}\n",
-               a->model, th, k3_kernels_name(), a->T, a->n, a->runs, r.load_s, r.prefill_tps,
-               r.decode_tps, (unsigned long long)r.peak_rss, (unsigned long long)r.weight_bytes,
-               (unsigned long long)r.active_bytes, r.bw, (unsigned long long)r.bw_bytes,
-               r.bw_on_weights ? "weight files" : "buffer", r.roofline, activation_mode(0),
-               r.storage_per_token, r.hit_rate, r.wall_per_token, r.cpu_per_token, r.sys_per_token,
-               r.majflt_per_token, r.runq_per_token, r.pf.pool_cpu_ns / 1e9,
-               k3_readahead_name(r.pf.readahead));
+               a->model, th, k3_kernels_name(), a->depth, a->T, a->n, a->runs, r.load_s,
+               r.prefill_tps, r.decode_tps, (unsigned long long)r.peak_rss,
+               (unsigned long long)r.weight_bytes, (unsigned long long)r.active_bytes, r.bw,
+               (unsigned long long)r.bw_bytes, r.bw_on_weights ? "weight files" : "buffer",
+               r.roofline, activation_mode(0), r.storage_per_token, r.hit_rate, r.wall_per_token,
+               r.cpu_per_token, r.sys_per_token, r.majflt_per_token, r.runq_per_token,
+               r.pf.pool_cpu_ns / 1e9, k3_readahead_name(r.pf.readahead));
         return 0;
     }
     printf("model            %s (%s kernels, %d threads)\n", a->model, k3_kernels_name(), th);
     printf("activations      %s\n", activation_mode(1));
     printf("load             %.3f s\n", r.load_s);
+    if (a->depth) printf("depth            %ld tokens of context before the prompt\n", a->depth);
     printf("prefill          %.1f tokens/s (%ld-token prompt, median of %ld)\n", r.prefill_tps,
            a->T, a->runs);
     printf("decode           %.1f tokens/s (%ld tokens, median of %ld)\n", r.decode_tps, a->n,
@@ -445,6 +488,21 @@ static int run_model(const bench_args *a) {
     return 0;
 }
 
+/* The MLA attention kernel alone at K3's width (kernels/mla_tile.h). */
+static int run_attention(const bench_args *a) {
+    k3_mla_tile_bench_result r;
+    if (k3_mla_tile_bench(96, 512, 64, a->attention, 1, a->quick ? 2 : 5, &r) < 0) {
+        fprintf(stderr, "k3 bench: %s\n", k3_errmsg());
+        return 1;
+    }
+    printf("attention        %s kernels, %d threads: 96 heads x 1 query over %ld cached tokens "
+           "(rank 512 + RoPE 64): %.2f ms, %.1f GFLOP/s, cache read at %.1f GB/s; CPU time "
+           "%.2f ms, %.1f GFLOP/s per CPU second\n",
+           k3_kernels_name(), omp_get_max_threads(), a->attention, 1e3 * r.seconds, r.gflops,
+           r.cache_gbs, 1e3 * r.cpu_seconds, r.gflops_cpu);
+    return 0;
+}
+
 int cmd_bench(int argc, char **argv) {
     bench_args a;
     if (parse_args(argc, argv, &a) < 0) return 2;
@@ -455,6 +513,7 @@ int cmd_bench(int argc, char **argv) {
         return k3_bench_batch(a.model, a.threads, (int)a.batch, a.batch_only, a.T, a.n, a.runs,
                               a.json);
     if (a.model) rc = run_model(&a);
+    if (!rc && a.attention) rc = run_attention(&a);
     if (!rc && a.kernels) rc = run_kernels(&a);
     if (!rc && (a.bandwidth || a.kernels)) rc = run_bandwidth(&a);
     return rc;

@@ -9,6 +9,7 @@
 #include "base/mem.h"
 #include "gen/builtin.h"
 #include "kernels/matvec_i8.h"
+#include "model/plan.h"
 #include "serve/guard.h"
 #include "serve/server.h"
 
@@ -37,7 +38,9 @@ static void serve_usage(FILE *f) {
            "                       [--alias, -a]\n"
            "  --host ADDR          bind address or host name (default 127.0.0.1)\n"
            "  --ctx-size N         context length per request: prompt + reply tokens (default:\n"
-           "                       config.json max_position_embeddings); longer prompts get 400\n"
+           "                       config.json max_position_embeddings); longer prompts get 400.\n"
+           "                       At most 1048576; checked at start: one sequence's state and\n"
+           "                       MLA latents at N must fit in RAM and in --cache-mb\n"
            "                       [-c, --max-model-len]\n"
            "  --cors-origin ORIGIN allow browser pages from ORIGIN (repeatable, or comma-\n"
            "                       separated; '*' = any). Default: no cross-origin access\n"
@@ -202,7 +205,7 @@ static int parse_opt(const char *a, char *v, serve_opts *o, model_args *m) {
     } else if (!strcmp(a, "--cors-origin")) {
         if (add_values(a, v, m->origins, &m->n_origins)) return -1;
     } else if (!strcmp(a, "--ctx-size")) {
-        if (int_arg(a, v, 0, 1 << 30, &x)) return -1;
+        if (int_arg(a, v, 0, K3_CTX_MAX, &x)) return -1;
         o->ctx_size = (int)x;
     } else if (!strcmp(a, "--host"))
         o->host = v;
@@ -384,6 +387,12 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "k3 serve: %s\n", k3_errmsg());
         free(builtin);
         free_keys(&m);
+        return 1;
+    }
+    if (o.ctx_size > 0 && k3_seq_plan_check(e.model, o.ctx_size, o.cache_budget, 0)) {
+        fprintf(stderr, "k3 serve: %s\n", k3_errmsg());
+        serve_engine_close(&e);
+        free(builtin);
         return 1;
     }
     int rc = serve_run(&e, &o);

@@ -7,16 +7,18 @@
  * needs fewer multiply-adds. They are the same function; the test suite checks
  * that they agree (and forces each path in every mode). No RoPE anywhere.
  *
- * Both paths end in the same inner loop, k3_mla_attend (scores, softmax,
- * weighted sum for one query), vectorized with f32 FMA lanes, the scalar
- * double reference under K3_KERNELS=ref. The (head, query) pairs are split
- * over threads in contiguous ranges of equal causal cost; each pair is
- * computed by the same instructions whatever the split, so threaded output is
- * bitwise that of one thread. Temporaries live in the model's workspace. */
+ * Both paths end in the tiled attention (kernels/mla_tile.h): every head and
+ * query row of a sequence's step scored against each block of its cache in
+ * one pass, so a step reads the cache once per chunk of rows instead of once
+ * per (head, query) pair; the threads split the cache at points fixed by its
+ * length, so threaded output is bitwise that of one thread. The scalar double
+ * reference runs under K3_KERNELS=ref. Temporaries live in the model's
+ * workspace. */
 #include "base/err.h"
 #include "base/mem.h"
 #include "base/par.h"
 #include "kernels/cpu.h"
+#include "kernels/mla_tile.h"
 #include "kernels/matmul.h"
 #include "kernels/mvset.h"
 #include "kernels/vmath.h"
@@ -133,67 +135,7 @@ static int mla_append(const k3_model *m, const k3_mla_w *w, const k3_segs *sg, c
     return 0;
 }
 
-/* ---- the attention inner loop ---------------------------------------------- */
-
-static void attend_ref(const k3_attend_args *a, float *p, float *out) {
-    for (int64_t s = 0; s < a->n; s++) {
-        double d = 0, e = 0;
-        for (int i = 0; i < a->dk; i++) d += (double)a->q[i] * a->K[s * a->ldk + i];
-        for (int i = 0; i < a->dp; i++) e += (double)a->qp[i] * a->P[s * a->ldp + i];
-        p[s] = a->scale * ((float)d + (float)e);
-    }
-    k3_softmax(p, a->n);
-    for (int i = 0; i < a->dv; i++) {
-        double acc = 0;
-        for (int64_t s = 0; s < a->n; s++) acc += (double)p[s] * a->V[s * a->ldv + i];
-        out[i] = (float)acc;
-    }
-}
-
-MLA_AVX2 static float hsum8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-/* a . b over n floats: 4 x 8 lanes, then a fixed-order tail. */
-MLA_AVX2 static float dot_avx2(const float *a, const float *b, int n) {
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-    int i = 0;
-    for (; i + 32 <= n; i += 32) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
-        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
-        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
-    }
-    for (; i + 8 <= n; i += 8)
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-    float s = hsum8(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-    for (; i < n; i++) s = fmaf(a[i], b[i], s);
-    return s;
-}
-
-/* y[0..n) += sum_k w[k] X[k] over 4 rows X[k] = x + k*ld (one load/store of y per 4 rows). */
-MLA_AVX2 static void axpy4_avx2(float *y, const float *w, const float *x, int64_t ld, int n) {
-    __m256 w0 = _mm256_set1_ps(w[0]), w1 = _mm256_set1_ps(w[1]);
-    __m256 w2 = _mm256_set1_ps(w[2]), w3 = _mm256_set1_ps(w[3]);
-    int i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 t = _mm256_mul_ps(w0, _mm256_loadu_ps(x + i));
-        t = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + ld + i), t);
-        t = _mm256_fmadd_ps(w2, _mm256_loadu_ps(x + 2 * ld + i), t);
-        t = _mm256_fmadd_ps(w3, _mm256_loadu_ps(x + 3 * ld + i), t);
-        _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), t));
-    }
-    for (; i < n; i++) {
-        float t = w[0] * x[i];
-        t = fmaf(w[1], x[ld + i], t);
-        t = fmaf(w[2], x[2 * ld + i], t);
-        t = fmaf(w[3], x[3 * ld + i], t);
-        y[i] += t;
-    }
-}
+/* ---- products with the per-head up-projections ----------------------------- */
 
 MLA_AVX2 static void axpy1_avx2(float *y, float w, const float *x, int n) {
     __m256 wv = _mm256_set1_ps(w);
@@ -203,60 +145,6 @@ MLA_AVX2 static void axpy1_avx2(float *y, float w, const float *x, int n) {
                          _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
     for (; i < n; i++) y[i] = fmaf(w, x[i], y[i]);
 }
-
-/* Softmax for the fast path: max, shift, the vector exp (kernels/vmath.h,
- * <= 1 ulp from libm's expf), sum in double lanes, scale, all in 8-lane
- * steps (libm's expf and the scalar loops of k3_softmax were 3% of a
- * 2048-token prefill). The order of operations depends on n only. */
-MLA_AVX2 static void softmax_vexp(float *x, int64_t n) {
-    int64_t i = 0;
-    __m256 m8 = _mm256_set1_ps(-INFINITY);
-    for (; i + 8 <= n; i += 8) m8 = _mm256_max_ps(m8, _mm256_loadu_ps(x + i));
-    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m8), _mm256_extractf128_ps(m8, 1));
-    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-    m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
-    float mx = _mm_cvtss_f32(m4);
-    for (; i < n; i++) mx = x[i] > mx ? x[i] : mx;
-    const __m256 mv = _mm256_set1_ps(mx);
-    for (i = 0; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(x + i, _mm256_sub_ps(_mm256_loadu_ps(x + i), mv));
-    for (; i < n; i++) x[i] -= mx;
-    k3_vexp(x, x, n);
-    __m256d s0 = _mm256_setzero_pd(), s1 = s0;
-    for (i = 0; i + 8 <= n; i += 8) {
-        __m256 v = _mm256_loadu_ps(x + i);
-        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
-        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
-    }
-    double lanes[4];
-    _mm256_storeu_pd(lanes, _mm256_add_pd(s0, s1));
-    double sum = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
-    for (; i < n; i++) sum += x[i];
-    const __m256 inv = _mm256_set1_ps((float)(1.0 / sum));
-    for (i = 0; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), inv));
-    for (; i < n; i++) x[i] *= _mm256_cvtss_f32(inv);
-}
-
-MLA_AVX2 static void attend_avx2(const k3_attend_args *a, float *p, float *out) {
-    for (int64_t s = 0; s < a->n; s++)
-        p[s] = a->scale * (dot_avx2(a->q, a->K + s * a->ldk, a->dk) +
-                           dot_avx2(a->qp, a->P + s * a->ldp, a->dp));
-    softmax_vexp(p, a->n);
-    memset(out, 0, sizeof(float) * (size_t)a->dv);
-    int64_t s = 0;
-    for (; s + 4 <= a->n; s += 4) axpy4_avx2(out, p + s, a->V + s * a->ldv, a->ldv, a->dv);
-    for (; s < a->n; s++) axpy1_avx2(out, p[s], a->V + s * a->ldv, a->dv);
-}
-
-void k3_mla_attend(const k3_attend_args *a, float *p, float *out, int ref) {
-    if (ref || !k3_cpu_has_avx2())
-        attend_ref(a, p, out);
-    else
-        attend_avx2(a, p, out);
-}
-
-/* ---- products with the per-head up-projections ----------------------------- */
 
 #define TMAT_MAX_COLS 4096 /* the decoded row lives on the stack */
 #define TMAT_TOKENS 64     /* tokens per block: each block decodes W once */
@@ -341,92 +229,26 @@ static void absorb_one_row(const k3_mla_w *w, int nh, const float *qn, int nope,
         tmatmul_block_avx2(&w->uk[h], qn + (int64_t)h * nope, 0, 1, qa + (int64_t)h * r);
 }
 
-/* ---- the split of (head, query) pairs over threads -------------------------- */
+/* ---- the attention ------------------------------------------------------------ */
 
-/* Causal cost of the first i pairs, pairs ordered head-major, query t of a
- * head costing off + t + 1 cached rows. */
-static double pairs_cost(int64_t i, int64_t T, int64_t off) {
-    int64_t h = i / T, t = i % T;
-    double head = (double)T * (double)(off + 1) + (double)T * (double)(T - 1) / 2;
-    return (double)h * head + (double)t * (double)(off + 1) + (double)t * (double)(t - 1) / 2;
+/* Attention of the rows of *a with the tiled kernel (kernels/mla_tile.h), its
+ * scratch from the workspace. */
+static void attend(k3_mla_tile_args *a, k3_workspace *ws) {
+    float *scratch = ws_floats(ws, K3_MLA_THR, (int64_t)k3_mla_tile_scratch(a));
+    k3_mla_tile(a, scratch, use_ref());
 }
 
-/* First pair of thread `tid` of nt: equal shares of the total cost. */
-static int64_t pairs_split(int64_t npairs, int64_t T, int64_t off, int tid, int nt) {
-    if (tid <= 0) return 0;
-    if (tid >= nt) return npairs;
-    double goal = pairs_cost(npairs, T, off) * tid / nt;
-    int64_t lo = 0, hi = npairs; /* smallest i with cost(i) >= goal */
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (pairs_cost(mid, T, off) >= goal)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return lo;
-}
-
-/* What one (head, query) pair attends with; see attend_pairs. */
-typedef struct {
-    const k3_config *cf;
-    const k3_layer_cache *c;
-    const float *q; /* [T, qs] */
-    int64_t T, h0;  /* pairs h0*T .. of heads h0.. */
-    int absorbed;
-    const float *qa, *kv; /* path B: absorbed queries [nh, lt, r]; path A: keys [N, nope] then
-                             values [N, vd] of head h0 */
-    float *out;           /* path B: [nh, lt, r]; path A: o [T, os] */
-    int64_t lt, t0;       /* path B: rows per head in qa/out, and this sequence's first */
-    float *pbuf;          /* per thread: n_cache floats each */
-    int64_t pld;
-} pair_job;
-
-static void attend_pair(const pair_job *j, int64_t i, float *p, int ref) {
-    const k3_config *cf = j->cf;
-    int nope = cf->qk_nope_head_dim, rope = cf->qk_rope_head_dim, vd = cf->v_head_dim;
-    int r = cf->kv_lora_rank;
-    int64_t T = j->T, h = j->h0 + i / T, t = i % T, N = j->c->n, off = N - T;
-    int64_t qs = (int64_t)cf->num_attention_heads * (nope + rope);
-    const float *qh = j->q + t * qs + h * (nope + rope);
-    k3_attend_args a = {.qp = qh + nope, .P = j->c->kpe, .ldp = rope, .dp = rope, .n = off + t + 1};
+/* The arguments shared by both paths for a sequence's cache c and its T rows
+ * of queries q (no-RoPE part then RoPE part per head). */
+static k3_mla_tile_args tile_args(const k3_config *cf, const k3_layer_cache *c, const float *q,
+                                  int64_t T) {
+    int nope = cf->qk_nope_head_dim, rope = cf->qk_rope_head_dim;
+    k3_mla_tile_args a = {.P = c->kpe, .ldp = rope, .dp = rope, .n = c->n, .nt = T};
+    a.qp = q + nope, a.qp_h = nope + rope,
+    a.qp_t = (int64_t)cf->num_attention_heads * (nope + rope);
+    a.off = c->n - T;
     a.scale = 1.0f / sqrtf((float)(nope + rope));
-    float *o;
-    if (j->absorbed) {
-        int64_t row = h * j->lt + j->t0 + t;
-        a.q = j->qa + row * r, a.K = a.V = j->c->lat, a.ldk = a.ldv = r;
-        a.dk = a.dv = r;
-        o = j->out + row * r;
-    } else {
-        a.q = qh, a.K = j->kv, a.ldk = nope, a.dk = nope;
-        a.V = j->kv + N * nope, a.ldv = vd, a.dv = vd;
-        o = j->out + t * (int64_t)cf->num_attention_heads * vd + h * vd;
-    }
-    k3_mla_attend(&a, p, o, ref);
-}
-
-/* Pairs [0, npairs) of job j over the threads, equal causal cost each. */
-static void attend_pairs(const pair_job *j, int64_t npairs) {
-    int ref = use_ref();
-    int64_t N = j->c->n;
-    if (!k3_par_worth((double)npairs * (double)N >= 256)) { /* no region of one thread */
-        for (int64_t i = 0; i < npairs; i++) attend_pair(j, i, j->pbuf, ref);
-        return;
-    }
-#pragma omp parallel
-    {
-        int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-        int64_t i0 = pairs_split(npairs, j->T, N - j->T, tid, nt);
-        int64_t i1 = pairs_split(npairs, j->T, N - j->T, tid + 1, nt);
-        float *p = j->pbuf + (int64_t)tid * j->pld;
-        for (int64_t i = i0; i < i1; i++) attend_pair(j, i, p, ref);
-    }
-}
-
-/* Per-thread score rows: N floats each, 64-byte separated. */
-static float *thread_rows(k3_workspace *ws, int64_t N, int64_t *ld) {
-    *ld = (N + 15) / 16 * 16 + 16;
-    return ws_floats(ws, K3_MLA_THR, *ld * omp_get_max_threads());
+    return a;
 }
 
 /* ---- the two paths ------------------------------------------------------------ */
@@ -436,16 +258,17 @@ static void attention_expanded(const k3_model *m, const k3_mla_w *w, const k3_la
                                const float *q, int64_t T, float *o, k3_workspace *ws) {
     const k3_config *cf = m->c;
     int nh = cf->num_attention_heads, nope = cf->qk_nope_head_dim, vd = cf->v_head_dim;
-    int64_t N = c->n, ld;
+    int64_t N = c->n, qs = (int64_t)nh * (nope + cf->qk_rope_head_dim);
     float *kv = ws_floats(ws, K3_MLA_KV, N * (nope + vd)); /* keys [N, nope], values [N, vd] */
-    pair_job j = {.cf = cf, .c = c, .q = q, .T = T, .absorbed = 0, .kv = kv, .out = o};
-    j.pbuf = thread_rows(ws, N, &ld);
-    j.pld = ld;
     for (int h = 0; h < nh; h++) {
         uk_apply(w, h, c->lat, N, kv, 0);
         k3_matmul(&w->uv[h], c->lat, N, kv + N * nope);
-        j.h0 = h;
-        attend_pairs(&j, T);
+        k3_mla_tile_args a = tile_args(cf, c, q + h * (qs / nh), T);
+        a.K = kv, a.ldk = nope, a.dk = nope;
+        a.V = kv + N * nope, a.ldv = vd, a.dv = vd;
+        a.nh = 1, a.q = q + h * (qs / nh), a.q_t = qs;
+        a.out = o + (int64_t)h * vd, a.o_t = (int64_t)nh * vd;
+        attend(&a, ws);
     }
 }
 
@@ -459,12 +282,9 @@ static void attention_absorbed(const k3_model *m, const k3_mla_w *w, const k3_se
     const k3_config *cf = m->c;
     int nh = cf->num_attention_heads, nope = cf->qk_nope_head_dim, rope = cf->qk_rope_head_dim;
     int r = cf->kv_lora_rank, vd = cf->v_head_dim;
-    int64_t qs = (int64_t)nh * (nope + rope), os = (int64_t)nh * vd, ld, lt = 0, nmax = 1;
+    int64_t qs = (int64_t)nh * (nope + rope), os = (int64_t)nh * vd, lt = 0;
     for (int s = 0; s < sg->n; s++)
-        if (absorbed[s]) {
-            lt += sg->off[s + 1] - sg->off[s];
-            nmax = sg->c[s]->n > nmax ? sg->c[s]->n : nmax;
-        }
+        if (absorbed[s]) lt += sg->off[s + 1] - sg->off[s];
     float *qn = ws_floats(ws, K3_MLA_QN, (int64_t)nh * lt * nope);
     float *qa = ws_floats(ws, K3_MLA_QA, (int64_t)nh * lt * r);
     float *ol = ws_floats(ws, K3_MLA_OL, (int64_t)nh * lt * r);
@@ -479,24 +299,15 @@ static void attention_absorbed(const k3_model *m, const k3_mla_w *w, const k3_se
         if (lt > 1) uk_apply(w, h, qnh, lt, qa + (int64_t)h * lt * r, 1);
     }
     if (lt == 1) absorb_one_row(w, nh, qn, nope, r, qa);
-    float *pbuf = thread_rows(ws, nmax, &ld);
     int64_t g = 0;
     for (int s = 0; s < sg->n; s++) {
         if (!absorbed[s]) continue;
         int64_t T = sg->off[s + 1] - sg->off[s];
-        pair_job j = {.cf = cf,
-                      .c = sg->c[s],
-                      .q = q + sg->off[s] * qs,
-                      .T = T,
-                      .h0 = 0,
-                      .absorbed = 1,
-                      .qa = qa,
-                      .out = ol,
-                      .lt = lt,
-                      .t0 = g};
-        j.pbuf = pbuf;
-        j.pld = ld;
-        attend_pairs(&j, (int64_t)nh * T);
+        k3_mla_tile_args a = tile_args(cf, sg->c[s], q + sg->off[s] * qs, T);
+        a.K = a.V = sg->c[s]->lat, a.ldk = a.ldv = r, a.dk = a.dv = r;
+        a.nh = nh, a.q = qa + g * r, a.q_h = lt * r, a.q_t = r;
+        a.out = ol + g * r, a.o_h = lt * r, a.o_t = r;
+        attend(&a, ws);
         g += T;
     }
     if (lt == 1) { /* one row: every head's W_UV in one set, straight into o */

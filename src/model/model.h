@@ -94,7 +94,7 @@ enum {
     K3_MLA_QA,  /* absorbed queries [nh, T, r] */
     K3_MLA_OL,  /* attended latents [nh, T, r] */
     K3_MLA_KV,  /* path A keys and values of one head [N, nope + vd], or W_UV output */
-    K3_MLA_THR, /* per-thread score rows and transposed-product rows */
+    K3_MLA_THR, /* the tiled attention's scratch (kernels/mla_tile.h) */
     K3_MLA_WS_N
 };
 
@@ -192,18 +192,6 @@ int k3_mla_forward(const k3_model *m, const k3_layer *l, const k3_segs *sg, cons
 /* Free a workspace's buffers (k3_model_free). */
 void k3_workspace_free(k3_workspace *ws);
 
-/* One query's attention over n cached rows, the inner loop of both MLA paths:
- *   p[s] = scale * (q . K[s] + qp . P[s]),  p = softmax(p),  out = sum_s p[s] V[s]
- * with K [n, dk] (row stride ldk), P [n, dp] (ldp), V [n, dv] (ldv); p has n
- * floats of room. Exposed for tests: ref = 1 is the scalar double reference,
- * 0 the vectorized kernel (the reference where the CPU lacks AVX2+FMA). */
-typedef struct {
-    const float *q, *K, *qp, *P, *V;
-    int64_t ldk, ldp, ldv, n;
-    int dk, dp, dv;
-    float scale;
-} k3_attend_args;
-void k3_mla_attend(const k3_attend_args *a, float *p, float *out, int ref);
 void k3_mlp_forward(const k3_model *m, const k3_mlp_w *w, const float *x, int64_t T, float *out);
 /* The same without the all-reduce (this rank's partial sum; the MoE reduces it with the latent). */
 void k3_mlp_partial(const k3_model *m, const k3_mlp_w *w, const float *x, int64_t T, float *out);

@@ -1,0 +1,176 @@
+/* mla_tile.c — the tiled MLA attention's plan, threads and merge, and its
+ * scalar double reference (mla_tile.h). The block step itself is per ISA
+ * (mla_tile_impl.h).
+ *
+ * Plan: the cache splits into ns splits of slen tokens (a multiple of the
+ * block), the rows into chunks of CHUNK_ROWS; each (split, chunk) task walks
+ * its split block by block and folds each block into every row of its chunk
+ * while the block is hot. The plan depends on n, the row count and dv only,
+ * so the bits of the output do not depend on how many threads run it. */
+#include "kernels/mla_tile.h"
+
+#include "base/par.h"
+#include "kernels/cpu.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK_ROWS 128              /* rows a task folds each block into: 96 heads of a decode */
+#define SPLIT_MIN 512               /* tokens of the shortest split */
+#define PART_CAP ((int64_t)1 << 25) /* floats of partial results at most (128 MiB) */
+
+typedef struct {
+    int64_t nrows, nchunk, nsplit, slen, ld;
+} tile_plan;
+
+static int64_t cdiv(int64_t a, int64_t b) {
+    return (a + b - 1) / b;
+}
+
+static tile_plan make_plan(const k3_mla_tile_args *a) {
+    tile_plan p;
+    p.nrows = a->nh * a->nt;
+    p.ld = cdiv(a->dv + 2, 16) * 16; /* a row's partial: sum [dv], max, weight sum */
+    p.nchunk = cdiv(p.nrows, CHUNK_ROWS);
+    int64_t ns = cdiv(a->n, SPLIT_MIN), cap = PART_CAP / (p.nrows * p.ld);
+    ns = ns < cap ? ns : cap;
+    ns = ns < 1 ? 1 : ns;
+    p.slen = cdiv(cdiv(a->n, ns), K3_TILE_TOK) * K3_TILE_TOK;
+    p.nsplit = cdiv(a->n, p.slen);
+    return p;
+}
+
+size_t k3_mla_tile_scratch(const k3_mla_tile_args *a) {
+    tile_plan p = make_plan(a);
+    return (size_t)(p.nsplit * p.nrows * p.ld);
+}
+
+/* Cached rows row i = (h, t) attends. */
+static int64_t row_len(const k3_mla_tile_args *a, int64_t i) {
+    int64_t len = a->off + i % a->nt + 1;
+    return len < a->n ? len : a->n;
+}
+
+static const float *row_q(const k3_mla_tile_args *a, int64_t i) {
+    return a->q + (i / a->nt) * a->q_h + (i % a->nt) * a->q_t;
+}
+
+static const float *row_qp(const k3_mla_tile_args *a, int64_t i) {
+    return a->dp ? a->qp + (i / a->nt) * a->qp_h + (i % a->nt) * a->qp_t : a->q;
+}
+
+static float *row_out(const k3_mla_tile_args *a, int64_t i) {
+    return a->out + (i / a->nt) * a->o_h + (i % a->nt) * a->o_t;
+}
+
+typedef void (*block_fn)(const k3_mla_tile_args *, const k3_tile_rows *, int64_t, int64_t);
+
+/* Task k: split k / nchunk, row chunk k % nchunk. */
+static void run_task(const k3_mla_tile_args *a, const tile_plan *p, float *part, int64_t k,
+                     block_fn fn) {
+    int64_t s = k / p->nchunk, c = k % p->nchunk;
+    int64_t j0s = s * p->slen, j1s = j0s + p->slen < a->n ? j0s + p->slen : a->n;
+    int64_t r0 = c * CHUNK_ROWS, r1 = r0 + CHUNK_ROWS < p->nrows ? r0 + CHUNK_ROWS : p->nrows;
+    enum { NG = CHUNK_ROWS / K3_TILE_ROWS };
+    k3_tile_rows g[NG];
+    int64_t gmax[NG]; /* the longest row of each group */
+    int ng = 0;
+    for (int64_t i0 = r0; i0 < r1; i0 += K3_TILE_ROWS, ng++) {
+        k3_tile_rows *rw = &g[ng];
+        rw->g = (int)(r1 - i0 < K3_TILE_ROWS ? r1 - i0 : K3_TILE_ROWS);
+        gmax[ng] = 0;
+        for (int r = 0; r < rw->g; r++) {
+            int64_t i = i0 + r;
+            rw->q[r] = row_q(a, i), rw->qp[r] = row_qp(a, i), rw->len[r] = row_len(a, i);
+            rw->acc[r] = part + (s * p->nrows + i) * p->ld;
+            memset(rw->acc[r], 0, sizeof(float) * (size_t)a->dv);
+            rw->acc[r][a->dv] = -INFINITY, rw->acc[r][a->dv + 1] = 0;
+            gmax[ng] = rw->len[r] > gmax[ng] ? rw->len[r] : gmax[ng];
+        }
+    }
+    for (int64_t j0 = j0s; j0 < j1s; j0 += K3_TILE_TOK) {
+        int64_t j1 = j0 + K3_TILE_TOK < j1s ? j0 + K3_TILE_TOK : j1s;
+        for (int q = 0; q < ng; q++)
+            if (gmax[q] > j0) fn(a, &g[q], j0, j1);
+    }
+}
+
+/* Row i's output from its splits' partials, in split order. */
+static void merge_row(const k3_mla_tile_args *a, const tile_plan *p, const float *part, int64_t i) {
+    int dv = a->dv;
+    float *o = row_out(a, i);
+    double M = -INFINITY, L = 0;
+    for (int64_t s = 0; s < p->nsplit; s++) {
+        const float *ps = part + (s * p->nrows + i) * p->ld;
+        M = ps[dv] > M ? ps[dv] : M;
+    }
+    for (int64_t s = 0; s < p->nsplit; s++) {
+        const float *ps = part + (s * p->nrows + i) * p->ld;
+        if (ps[dv + 1] > 0) L += ps[dv + 1] * exp(ps[dv] - M);
+    }
+    memset(o, 0, sizeof(float) * (size_t)dv);
+    for (int64_t s = 0; s < p->nsplit; s++) {
+        const float *ps = part + (s * p->nrows + i) * p->ld;
+        if (!(ps[dv + 1] > 0)) continue;
+        float w = (float)(exp(ps[dv] - M) / L);
+        for (int k = 0; k < dv; k++) o[k] += w * ps[k]; /* not contracted (ISO C), vectorized */
+    }
+}
+
+/* The scalar double reference of one row: scores, softmax and sum in double. */
+static void row_ref(const k3_mla_tile_args *a, int64_t i, double *acc) {
+    int64_t len = row_len(a, i);
+    const float *q = row_q(a, i), *qp = row_qp(a, i);
+    double mx = -INFINITY, sum = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int64_t j = 0; j < len; j++) {
+            double d = 0;
+            for (int k = 0; k < a->dk; k++) d += (double)q[k] * a->K[j * a->ldk + k];
+            for (int k = 0; k < a->dp; k++) d += (double)qp[k] * a->P[j * a->ldp + k];
+            d *= a->scale;
+            if (pass == 0) {
+                mx = d > mx ? d : mx;
+                continue;
+            }
+            double w = exp(d - mx);
+            sum += w;
+            for (int k = 0; k < a->dv; k++) acc[k] += w * a->V[j * a->ldv + k];
+        }
+    }
+    float *o = row_out(a, i);
+    for (int k = 0; k < a->dv; k++) o[k] = (float)(acc[k] / sum);
+}
+
+static void tile_ref(const k3_mla_tile_args *a) {
+    double *acc = malloc(sizeof(double) * (size_t)(a->dv > 0 ? a->dv : 1));
+    if (!acc) abort();
+    for (int64_t i = 0; i < a->nh * a->nt; i++) {
+        memset(acc, 0, sizeof(double) * (size_t)a->dv);
+        row_ref(a, i, acc);
+    }
+    free(acc);
+}
+
+void k3_mla_tile(const k3_mla_tile_args *a, float *scratch, int ref) {
+    k3_kernels_mode mode = k3_kernels_active();
+    if (ref || mode == K3_KERNELS_REF || !k3_cpu_has_avx2()) {
+        tile_ref(a);
+        return;
+    }
+    block_fn fn = mode == K3_KERNELS_AVX512 ? k3_mla_tile_block_avx512 : k3_mla_tile_block_avx2;
+    tile_plan p = make_plan(a);
+    int64_t ntask = p.nsplit * p.nchunk;
+    if (!k3_par_worth(ntask > 1 && p.nrows * a->n >= 8192)) {
+        for (int64_t k = 0; k < ntask; k++) run_task(a, &p, scratch, k, fn);
+        for (int64_t i = 0; i < p.nrows; i++) merge_row(a, &p, scratch, i);
+        return;
+    }
+#pragma omp parallel
+    {
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t k = 0; k < ntask; k++) run_task(a, &p, scratch, k, fn);
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < p.nrows; i++) merge_row(a, &p, scratch, i);
+    }
+}

@@ -1,0 +1,73 @@
+/* mla_tile.h — tiled MLA attention: every query row of a step against each
+ * block of cached tokens in one pass (flash-attention style online softmax).
+ *
+ * The rows are nh heads x nt queries. Query t attends cached rows
+ * [0, off + t + 1) (causal; decode is nt = 1, off = n - 1). A row's score
+ * against cached row j is scale * (q . K[j] + qp . P[j]) and its output
+ * sum_j softmax_j V[j]. The absorbed MLA path passes the latent cache as
+ * both K and V (dk = dv = kv_lora_rank), the expanded path one head's keys
+ * and values.
+ *
+ * The cache is cut into splits of a length fixed by n and the row count
+ * (never by the thread count); a split is walked in blocks of K3_TILE_TOK
+ * tokens, and each block is scored against every row of a chunk of rows
+ * while it sits in cache, so a step reads the cache once per row chunk, not
+ * once per row. Splits and row chunks are the tasks the threads share
+ * (flash-decoding); each split leaves a partial (max, sum, weighted sum) per
+ * row and the splits merge in split order. Every task runs the same
+ * instructions whichever thread takes it, so the output is bitwise that of
+ * one thread. */
+#ifndef K3_KERNELS_MLA_TILE_H
+#define K3_KERNELS_MLA_TILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    const float *K, *V, *P; /* cached rows: keys [n, dk], values [n, dv], shared keys [n, dp] */
+    int64_t ldk, ldv, ldp, n;
+    int dk, dv, dp;      /* dp may be 0 (P unused) */
+    const float *q, *qp; /* query row (h, t): q + h*q_h + t*q_t [dk], qp + h*qp_h + t*qp_t [dp] */
+    float *out;          /* out + h*o_h + t*o_t [dv] */
+    int64_t nh, nt, q_h, q_t, qp_h, qp_t, o_h, o_t;
+    int64_t off;
+    float scale;
+} k3_mla_tile_args;
+
+/* Floats of scratch k3_mla_tile needs for a (64-byte aligned). */
+size_t k3_mla_tile_scratch(const k3_mla_tile_args *a);
+/* The attention of every row of a. ref = 1: the scalar double reference (one
+ * row at a time, no scratch needed); otherwise the AVX-512 or AVX2 tiles as
+ * the kernel mode and CPU allow (the reference where the CPU has neither). */
+void k3_mla_tile(const k3_mla_tile_args *a, float *scratch, int ref);
+
+/* The kernel alone (k3 bench --attention): nh heads x nt queries over an
+ * n-token cache of width r + rope, the best of reps calls. 0 or -1 + k3_errmsg. */
+typedef struct {
+    double seconds, gflops, cache_gbs; /* per call; multiply-add FLOP/s; cache bytes read/s */
+    double cpu_seconds, gflops_cpu;    /* the same by CPU time (all threads) */
+} k3_mla_tile_bench_result;
+int k3_mla_tile_bench(int nh, int r, int rope, int64_t n, int64_t nt, int reps,
+                      k3_mla_tile_bench_result *out);
+
+/* ---- internal: the per-ISA block step (mla_tile_avx512.c, mla_tile_avx2.c) ---- */
+
+#define K3_TILE_ROWS 16 /* rows scored together against a block */
+#define K3_TILE_TOK 32  /* tokens per block */
+
+typedef struct {
+    int g; /* rows in use, <= K3_TILE_ROWS */
+    const float *q[K3_TILE_ROWS], *qp[K3_TILE_ROWS];
+    int64_t len[K3_TILE_ROWS]; /* row i attends cached rows [0, len[i]) */
+    float *acc[K3_TILE_ROWS];  /* [dv] weighted sum, then its max and sum */
+} k3_tile_rows;
+
+/* Fold cached rows [j0, j1) (j1 - j0 <= K3_TILE_TOK) into the running state of
+ * rows r: acc[i][0..dv) the weighted sum, acc[i][dv] the max, acc[i][dv+1] the
+ * sum of weights. */
+void k3_mla_tile_block_avx512(const k3_mla_tile_args *a, const k3_tile_rows *r, int64_t j0,
+                              int64_t j1);
+void k3_mla_tile_block_avx2(const k3_mla_tile_args *a, const k3_tile_rows *r, int64_t j0,
+                            int64_t j1);
+
+#endif
