@@ -12,7 +12,7 @@ FUZZ_PKGS="jansson libpcre2-8"
 fuzz_need_clang tokenizer_fuzz
 SEEDS=$B/fuzz/tokenizer-seeds
 fuzz_build fuzz_tokenizer src/text/bpe.c src/text/pretok.c src/text/tok_load.c src/text/tokenizer.c \
-    src/text/utf8.c src/text/detok.c || exit 1
+    src/text/utf8.c src/text/detok.c src/text/ids.c || exit 1
 
 # seeds: mode byte + payload (see fuzz/fuzz_tokenizer.c); new inputs go to $CORPUS
 rm -rf "$SEEDS"
