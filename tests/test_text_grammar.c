@@ -15,7 +15,7 @@ static k3_gnode *compile(k3_gram *g, const char *schema, char *err, size_t cap) 
         snprintf(err, cap, "bad test schema");
         return NULL;
     }
-    k3_gnode *n = k3_schema_compile(g, s, err, cap);
+    k3_gnode *n = k3_schema_compile(g, s, err, cap, NULL);
     json_decref(s);
     return n;
 }

@@ -21,6 +21,11 @@
  * symbol has its own token).
  *
  * $ref cycles are not representable (the schema compiler refuses them).
+ * Nodes may be shared: the schema compiler builds each $ref'd definition
+ * once and points every use at it, so a grammar is a DAG whose size is
+ * linear in its schema. Its size is budgeted (K3_G_MAX_NODES nodes,
+ * K3_G_MAX_BYTES bytes, k3_gram_over): compilers check it as they go and
+ * give up, so no request can make one grow without bound.
  *
  * Nodes:
  *   LIT    a fixed symbol string
@@ -64,8 +69,10 @@ typedef enum {
     K3_G_UNION
 } k3_gkind;
 
-#define K3_G_MAX_PROPS 64 /* properties per object */
-#define K3_G_MAX_DEPTH 48 /* frames per state */
+#define K3_G_MAX_PROPS 64          /* properties per object */
+#define K3_G_MAX_DEPTH 48          /* frames per state */
+#define K3_G_MAX_NODES 20000       /* nodes per grammar (k3_gram_over) */
+#define K3_G_MAX_BYTES (16u << 20) /* bytes per grammar (k3_gram_over) */
 
 typedef struct k3_gnode k3_gnode;
 
@@ -102,6 +109,12 @@ static inline int k3_gnode_has_first(const k3_gnode *n, int sym) {
 typedef struct k3_gram k3_gram;
 k3_gram *k3_gram_new(void);
 void k3_gram_free(k3_gram *g);
+/* Nodes and bytes built so far. */
+size_t k3_gram_nodes(const k3_gram *g);
+size_t k3_gram_bytes(const k3_gram *g);
+/* NULL while within budget, else which budget was passed ("grammar nodes",
+ * "grammar bytes"). The builders still work past it (callers check). */
+const char *k3_gram_over(const k3_gram *g);
 
 /* Builders (the grammar owns everything they return; inputs are copied). */
 k3_gnode *k3_g_lit(k3_gram *g, const uint16_t *s, int len);

@@ -452,9 +452,18 @@ int k3_gstate_step(k3_gstate *st, int sym) {
     return 0;
 }
 
+static long long rem_frame_raw(const k3_gframe *f);
+
+/* Each node's minlen saturates at BIG; sums and products of them are taken
+ * in 64 bits and saturate here too. */
 static int rem_frame(const k3_gframe *f) {
+    long long r = rem_frame_raw(f);
+    return r > BIG ? BIG : (int)r;
+}
+
+static long long rem_frame_raw(const k3_gframe *f) {
     const k3_gnode *n = f->node;
-    int r = 0;
+    long long r = 0;
     switch (n->kind) {
     case K3_G_LIT:
         return n->lit.len - f->a;
@@ -468,15 +477,15 @@ static int rem_frame(const k3_gframe *f) {
         if (f->a == 0 && hi == 0) return n->minlen;
         r = BIG;
         for (int i = lo; i < hi; i++) {
-            int m = n->lits[i].len - f->a +
-                    (n->kind == K3_G_KEYED && n->kids[i] ? n->kids[i]->minlen : 0);
+            long long m = n->lits[i].len - f->a +
+                          (n->kind == K3_G_KEYED && n->kids[i] ? n->kids[i]->minlen : 0);
             if (m < r) r = m;
         }
         return r;
     }
     case K3_G_REPEAT: {
         int left = n->min - f->a - (f->b ? 1 : 0);
-        return left > 0 ? left * n->item->minlen : 0;
+        return left > 0 ? (long long)left * n->item->minlen : 0;
     }
     case K3_G_TEXT:
         return 0;
@@ -500,19 +509,20 @@ static int rem_frame(const k3_gframe *f) {
             return n->minlen;
         case 1:
             if (f->c) return n->req_after[f->b] - (n->n_req[f->b] > 0);
-            return n->n_req[f->b] > 0 ? n->req_after[f->b] - 1 : n->opt_min[f->b] + 1;
+            return n->n_req[f->b] > 0 ? n->req_after[f->b] - 1 : (long long)n->opt_min[f->b] + 1;
         case 2:
             r = BIG;
             for (int j = 0; j < n->n_kids; j++) {
                 if (!((f->mask >> j) & 1)) continue;
-                int m = n->lits[j].len - f->d + 1 + n->kids[j]->minlen + n->req_after[j + 1];
+                long long m =
+                    (long long)n->lits[j].len - f->d + 1 + n->kids[j]->minlen + n->req_after[j + 1];
                 if (m < r) r = m;
             }
             return r;
         case 3:
-            return 1 + n->kids[f->c]->minlen + n->req_after[f->c + 1];
+            return 1 + (long long)n->kids[f->c]->minlen + n->req_after[f->c + 1];
         case 4:
-            return n->kids[f->c]->minlen + n->req_after[f->c + 1];
+            return (long long)n->kids[f->c]->minlen + n->req_after[f->c + 1];
         default:
             return n->req_after[f->c + 1];
         }
@@ -530,7 +540,7 @@ static int rem_frame(const k3_gframe *f) {
             return 1;
         }
     case K3_G_ARRAY: {
-        int ml = n->item->minlen;
+        long long ml = n->item->minlen;
         if (f->a == 0) return n->minlen;
         if (f->a == 1 && f->c) return 1 + n->min * ml + (n->min > 0 ? n->min - 1 : 0);
         if (f->a == 1) {

@@ -2,6 +2,7 @@
 #include "text/jsonschema.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,10 +13,24 @@
 #define MAX_REFS 32   /* nesting of $ref being expanded */
 #define MAX_NEST 64   /* schema nesting */
 #define MAX_ENUM 4096 /* enum values */
+/* schema objects compiled per request (each is visited once: $ref targets
+ * are memoized), a backstop beside the grammar's own node budget */
+#define MAX_VISITS (4 * K3_G_MAX_NODES)
+
+/* $ref targets already compiled, by address: a $ref'd definition is built
+ * once and shared by every use (open addressing, power-of-two capacity). */
+typedef struct {
+    const json_t **keys;
+    k3_gnode **vals;
+    size_t n, cap;
+} memo;
 
 typedef struct {
     k3_gram *g;
     const json_t *root;
+    memo done;
+    long visits;
+    int too_complex;            /* the refusal is a size limit, not a keyword */
     const char *refs[MAX_REFS]; /* $refs being expanded (cycle check) */
     int n_refs;
     char *err;
@@ -32,6 +47,51 @@ static k3_gnode *fail(ctx *c, const char *fmt, ...) {
     va_end(ap);
     snprintf(c->err, c->cap, "%s (at '%s')", msg, c->path[0] ? c->path : "schema");
     return NULL;
+}
+
+static size_t memo_slot(const memo *m, const json_t *key) {
+    size_t h = ((uintptr_t)key >> 4) * 0x9E3779B97F4A7C15ull;
+    size_t i = h & (m->cap - 1);
+    while (m->keys[i] && m->keys[i] != key) i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+static k3_gnode *memo_get(const memo *m, const json_t *key) {
+    return m->cap ? m->vals[memo_slot(m, key)] : NULL;
+}
+
+static void memo_put(memo *m, const json_t *key, k3_gnode *val) {
+    if (2 * (m->n + 1) > m->cap) {
+        memo old = *m;
+        m->cap = old.cap ? old.cap * 2 : 64;
+        m->keys = k3_xcalloc(m->cap, sizeof *m->keys);
+        m->vals = k3_xcalloc(m->cap, sizeof *m->vals);
+        m->n = 0;
+        for (size_t i = 0; i < old.cap; i++)
+            if (old.keys[i]) memo_put(m, old.keys[i], old.vals[i]);
+        free(old.keys);
+        free(old.vals);
+    }
+    size_t i = memo_slot(m, key);
+    if (!m->keys[i]) m->n++;
+    m->keys[i] = key;
+    m->vals[i] = val;
+}
+
+/* Refuse once the grammar or the work passes its budget: the message names
+ * the limit, and the caller answers "too complex" rather than "unsupported". */
+static int over_budget(ctx *c) {
+    const char *what = k3_gram_over(c->g);
+    if (!what && ++c->visits <= MAX_VISITS) return 0;
+    c->too_complex = 1;
+    if (what && !strcmp(what, "grammar nodes"))
+        fail(c, "the schema compiles to more than %d grammar nodes (the limit)", K3_G_MAX_NODES);
+    else if (what)
+        fail(c, "the schema compiles to more than %u MiB of grammar (the limit)",
+             K3_G_MAX_BYTES >> 20);
+    else
+        fail(c, "the schema has more than %d subschemas to compile", MAX_VISITS);
+    return 1;
 }
 
 static const char *const IGNORED[] = {
@@ -238,15 +298,19 @@ static k3_gnode *compile_ref(ctx *c, const char *ref, int depth) {
     for (int i = 0; i < c->n_refs; i++)
         if (!strcmp(c->refs[i], ref))
             return fail(c, "recursive '$ref' '%.80s' is not supported", ref);
+    k3_gnode *r = memo_get(&c->done, target);
+    if (r) return r; /* built once, shared by every use */
     if (c->n_refs == MAX_REFS) return fail(c, "'$ref' nesting is too deep");
     c->refs[c->n_refs++] = ref;
-    k3_gnode *r = sub(c, target, depth, "->%.60s", name);
+    r = sub(c, target, depth, "->%.60s", name);
     c->n_refs--;
+    if (r) memo_put(&c->done, target, r);
     return r;
 }
 
 static k3_gnode *compile(ctx *c, const json_t *s, int depth) {
     if (depth > MAX_NEST) return fail(c, "the schema is nested too deeply");
+    if (over_budget(c)) return NULL;
     if (json_is_true(s)) return k3_g_any(c->g);
     if (json_is_false(s)) return fail(c, "the schema 'false' matches nothing");
     if (!json_is_object(s)) return fail(c, "a schema must be an object or a boolean");
@@ -293,6 +357,9 @@ static k3_gnode *compile(ctx *c, const json_t *s, int depth) {
         for (size_t i = 0; i < n; i++) {
             json_t *t = json_array_get(type, i);
             if (!json_is_string(t)) return fail(c, "'type' must hold strings");
+            for (size_t j = 0; j < i; j++) /* before compiling: each type once */
+                if (json_equal(t, json_array_get(type, j)))
+                    return fail(c, "'type' lists '%.20s' twice", json_string_value(t));
             alts[i] = compile_type(c, s, json_string_value(t), depth);
             if (!alts[i]) return NULL;
         }
@@ -316,8 +383,21 @@ static k3_gnode *compile(ctx *c, const json_t *s, int depth) {
     return r;
 }
 
-k3_gnode *k3_schema_compile(k3_gram *g, const json_t *schema, char *err, size_t cap) {
+k3_gnode *k3_schema_compile(k3_gram *g, const json_t *schema, char *err, size_t cap,
+                            int *too_complex) {
     ctx c = {.g = g, .root = schema, .err = err, .cap = cap};
     err[0] = 0;
-    return compile(&c, schema, 0);
+    k3_gnode *r = compile(&c, schema, 0);
+    if (r && k3_gram_over(g)) r = NULL, over_budget(&c);
+    if (r && r->minlen > K3_SCHEMA_MAX_MINLEN) {
+        /* shared definitions can describe a document no context could hold */
+        fail(&c, "the smallest JSON valid under the schema has more than %d characters (the limit)",
+             K3_SCHEMA_MAX_MINLEN);
+        c.too_complex = 1;
+        r = NULL;
+    }
+    free(c.done.keys);
+    free(c.done.vals);
+    if (too_complex) *too_complex = !r && c.too_complex;
+    return r;
 }

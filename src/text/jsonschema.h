@@ -27,7 +27,17 @@
 #include "text/grammar.h"
 
 /* The grammar of one JSON value valid under schema. NULL and a message in
- * err[0..cap) when the schema uses something that is not enforced. */
-k3_gnode *k3_schema_compile(k3_gram *g, const json_t *schema, char *err, size_t cap);
+ * err[0..cap) when the schema uses something that is not enforced; then
+ * *too_complex (may be NULL) is 1 when the refusal is a size limit (the
+ * grammar's node/byte budget, grammar.h) rather than a keyword.
+ *
+ * Each $ref'd definition is compiled once and shared by all its uses, so
+ * the grammar's size and the work are linear in the schema's size. */
+k3_gnode *k3_schema_compile(k3_gram *g, const json_t *schema, char *err, size_t cap,
+                            int *too_complex);
+
+/* A schema whose smallest valid document is longer than this (in symbols)
+ * is refused as too complex: no output budget could hold it. */
+#define K3_SCHEMA_MAX_MINLEN (1 << 20)
 
 #endif
