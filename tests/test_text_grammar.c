@@ -101,8 +101,8 @@ TEST(grammar_refuses_schemas) {
     static const char *const bad[] = {
         "{\"type\":\"string\",\"pattern\":\"^a\"}",
         "{\"type\":\"string\",\"format\":\"email\"}",
-        "{\"type\":\"integer\",\"maximum\":5}",
-        "{\"type\":\"integer\",\"minimum\":1}",
+        "{\"type\":\"integer\",\"maximum\":5,\"minimum\":6}",
+        "{\"type\":\"number\",\"multipleOf\":0.1}",
         "{\"anyOf\":[{\"type\":\"object\"},{\"type\":\"object\",\"properties\":{}}]}",
         "{\"$defs\":{\"N\":{\"type\":\"object\",\"properties\":{\"n\":{\"$ref\":\"#/$defs/N\"}}}},"
         "\"$ref\":\"#/$defs/N\"}",

@@ -8,6 +8,7 @@
 
 #include "base/err.h"
 #include "base/mem.h"
+#include "text/grammar_num.h"
 
 #define BIG (INT_MAX / 4)
 
@@ -198,6 +199,24 @@ k3_gnode *k3_g_number(k3_gram *g, int integer) {
     r->integer = integer;
     r->minlen = 1;
     set_first(r, '-');
+    for (int c = '0'; c <= '9'; c++) set_first(r, c);
+    return r;
+}
+
+k3_gnode *k3_g_number_range(k3_gram *g, int integer, const k3_numrange *rg) {
+    k3_gnode *r = node(g, K3_G_NUMBER);
+    r->integer = integer;
+    r->ranged = 1;
+    r->range = *rg;
+    k3_gframe f = {.node = r};
+    long long m = k3_gnum_rem(&f);
+    if (m >= BIG) {
+        k3_seterr("no %s the grammar can write lies in the range", integer ? "integer" : "number");
+        return NULL;
+    }
+    r->minlen = (int)m;
+    f.a = 1, f.c = 1; /* after a '-' */
+    if (k3_gnum_rem(&f) < BIG) set_first(r, '-');
     for (int c = '0'; c <= '9'; c++) set_first(r, c);
     return r;
 }

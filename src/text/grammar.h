@@ -37,7 +37,9 @@
  *   TEXT   any byte symbols, ended by (not consuming) a control symbol
  *   STRING a JSON string: escapes, well-formed UTF-8, min/max length in
  *          code points, optionally a fixed format template (date, uuid...)
- *   NUMBER a JSON number (integer: no fraction or exponent), bounded digits
+ *   NUMBER a JSON number (integer: no fraction or exponent), bounded digits;
+ *          with a range (k3_g_number_range) every prefix is checked to have
+ *          a completion inside it (grammar_num.c)
  *   ENUM   a set of literal JSON texts (enum, const, true/false, null)
  *   OBJECT properties in declaration order (optional ones may be skipped,
  *          required ones may not), no other keys
@@ -76,6 +78,17 @@ typedef enum {
 
 typedef struct k3_gnode k3_gnode;
 
+/* A numeric range: integers as themselves; numbers scaled by 10^K3_G_FRAC
+ * (at most K3_G_FRAC fraction and K3_G_NUM_INT integer digits, no
+ * exponent). Bounds inclusive; mult (integers only, 0 = none): the value
+ * must be a multiple of it. */
+#define K3_G_FRAC 6
+#define K3_G_NUM_INT 12
+typedef struct {
+    long long lo, hi;
+    unsigned long long mult;
+} k3_numrange;
+
 typedef struct {
     uint16_t *s; /* symbols */
     int len;
@@ -98,6 +111,8 @@ struct k3_gnode {
                               * (each with its comma) and the '}' */
     int *opt_min;            /* OBJECT [n+1]: cheapest property from i on (INT_MAX/4: none) */
     int *n_req;              /* OBJECT [n+1]: required props from i on */
+    int ranged;              /* NUMBER: range applies */
+    k3_numrange range;       /* NUMBER */
 };
 
 /* Can symbol `sym` start node `n`? (its first set; sym < K3_SYM_COUNT) */
@@ -128,6 +143,9 @@ k3_gnode *k3_g_repeat(k3_gram *g, k3_gnode *child, int min, int max);
 k3_gnode *k3_g_text(k3_gram *g);
 k3_gnode *k3_g_string(k3_gram *g, int min_len, int max_len, const char *format);
 k3_gnode *k3_g_number(k3_gram *g, int integer);
+/* A number inside r (see k3_numrange); NULL + k3_errmsg when r holds no
+ * value the grammar can write. */
+k3_gnode *k3_g_number_range(k3_gram *g, int integer, const k3_numrange *r);
 /* JSON texts (compact); sorted and deduplicated. */
 k3_gnode *k3_g_enum(k3_gram *g, const char *const *texts, int n);
 k3_gnode *k3_g_object(k3_gram *g, const char *const *keys, k3_gnode *const *vals,

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "text/grammar.h"
+#include "text/grammar_num.h"
 
 #define BIG (INT_MAX / 4)
 
@@ -380,6 +381,10 @@ static int step_frame(k3_gstate *st, k3_gframe *f, int sym) {
     case K3_G_STRING:
         return step_string(f, sym);
     case K3_G_NUMBER:
+        if (n->ranged) {
+            int r = k3_gnum_step(f, sym);
+            return r == K3_GNUM_ACCEPT ? R_ACCEPT : r == K3_GNUM_PASS ? R_PASS : R_REJECT;
+        }
         return step_number(f, sym);
     case K3_G_ENUM:
         if (f->a == 0 && r_hi(f) == 0) r_set(f, 0, n->n_kids);
@@ -502,6 +507,7 @@ static long long rem_frame_raw(const k3_gframe *f) {
             return r;
         }
     case K3_G_NUMBER:
+        if (n->ranged) return k3_gnum_rem(f);
         return f->a == 2 || f->a == 3 || f->a == 5 || f->a == 8 ? 0 : 1;
     case K3_G_OBJECT:
         switch (f->a) {

@@ -1,6 +1,8 @@
 /* jsonschema.c — JSON Schema compiler for constrained decoding (jsonschema.h). */
 #include "text/jsonschema.h"
 
+#include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -98,11 +100,29 @@ static const char *const IGNORED[] = {
     "title",      "description", "default",   "examples", "$schema", "$id",         "$comment",
     "deprecated", "readOnly",    "writeOnly", "strict",   "$defs",   "definitions", "name"};
 
-static const char *const HANDLED[] = {
-    "type",       "enum",     "const",    "properties", "required",  "additionalProperties",
-    "items",      "minItems", "maxItems", "minLength",  "maxLength", "format",
-    "anyOf",      "oneOf",    "allOf",    "$ref",       "nullable",  "minimum",
-    "uniqueItems"};
+static const char *const HANDLED[] = {"type",
+                                      "enum",
+                                      "const",
+                                      "properties",
+                                      "required",
+                                      "additionalProperties",
+                                      "items",
+                                      "minItems",
+                                      "maxItems",
+                                      "minLength",
+                                      "maxLength",
+                                      "format",
+                                      "anyOf",
+                                      "oneOf",
+                                      "allOf",
+                                      "$ref",
+                                      "nullable",
+                                      "minimum",
+                                      "uniqueItems",
+                                      "maximum",
+                                      "exclusiveMinimum",
+                                      "exclusiveMaximum",
+                                      "multipleOf"};
 
 static int in_list(const char *k, const char *const *list, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -205,20 +225,92 @@ done:
     return out;
 }
 
+/* A numeric keyword's value (0 absent, 1 read, -1 + message: not a number). */
+static int num_kw(ctx *c, const json_t *s, const char *key, long double *v, int *is_int,
+                  long long *iv) {
+    json_t *j = json_object_get(s, key);
+    if (!j) return 0;
+    if (!json_is_number(j)) return fail(c, "'%s' must be a number", key), -1;
+    *is_int = json_is_integer(j);
+    *iv = *is_int ? json_integer_value(j) : 0;
+    *v = *is_int ? (long double)*iv : (long double)json_real_value(j);
+    return 1;
+}
+
+/* Raise lo / lower hi to bound v (already scaled). 1 when it leaves
+ * nothing inside [-lim, lim]. */
+static int tighten(long long *lo, long long *hi, long double v, int upper, int excl,
+                   long long lim) {
+    long double x;
+    if (!upper)
+        x = excl ? floorl(v) + 1 : ceill(v);
+    else
+        x = excl ? ceill(v) - 1 : floorl(v);
+    if ((!upper && x > (long double)lim) || (upper && x < -(long double)lim)) return 1;
+    if (x < -(long double)lim || x > (long double)lim) return 0; /* no tighter than the grid */
+    long long b = (long long)x;
+    if (!upper && b > *lo) *lo = b;
+    if (upper && b < *hi) *hi = b;
+    return 0;
+}
+
+/* integer / number with minimum, maximum, exclusiveMinimum/Maximum (as
+ * numbers, or draft-4 booleans) and multipleOf; exact for integers, for
+ * numbers on the K3_G_FRAC-digit grid (grammar.h). */
+static k3_gnode *compile_number(ctx *c, const json_t *s, int integer) {
+    static const char *const kw[] = {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum",
+                                     "multipleOf"};
+    long double v[5];
+    int is_int[5], has[5], any = 0;
+    long long iv[5];
+    for (int i = 0; i < 5; i++) {
+        json_t *j = json_object_get(s, kw[i]);
+        has[i] = 0;
+        if ((i == 1 || i == 3) && json_is_boolean(j)) continue; /* draft 4 */
+        if ((has[i] = num_kw(c, s, kw[i], &v[i], &is_int[i], &iv[i])) < 0) return NULL;
+        any |= has[i];
+    }
+    if (!any) return k3_g_number(c->g, integer);
+    int excl_min = json_is_true(json_object_get(s, "exclusiveMinimum"));
+    int excl_max = json_is_true(json_object_get(s, "exclusiveMaximum"));
+    long double scale = integer ? 1 : 1e6L; /* 10^K3_G_FRAC */
+    long long lim = integer ? LLONG_MAX : 999999999999999999LL;
+    k3_numrange r = {-lim, lim, 0};
+    int empty = 0;
+    for (int i = 0; i < 4; i++) {
+        if (!has[i]) continue;
+        int upper = i >= 2, excl = i == 1 || i == 3 || (i == 0 && excl_min) || (i == 2 && excl_max);
+        if (integer && is_int[i]) { /* exact, whatever the size */
+            long long b = iv[i];
+            if (excl && !upper) b = b == LLONG_MAX ? b : b + 1;
+            if (excl && upper) b = b == LLONG_MIN ? b : b - 1;
+            if (!upper && b > r.lo) r.lo = b;
+            if (upper && b < r.hi) r.hi = b;
+        } else {
+            empty |= tighten(&r.lo, &r.hi, v[i] * scale, upper, excl, lim);
+        }
+    }
+    if (has[4]) {
+        long double m = v[4];
+        if (!(m >= 1 && m == floorl(m) && m * scale < 1.8e19L))
+            return fail(c, "'multipleOf' must be a positive integer (below 2^63)");
+        r.mult = (unsigned long long)(m * scale);
+    }
+    k3_gnode *n = empty || r.lo > r.hi ? NULL : k3_g_number_range(c->g, integer, &r);
+    if (!n)
+        return fail(c, "'minimum'/'maximum'/'multipleOf' leave no %s to write",
+                    integer ? "integer" : "number (at most 12 integer and 6 fraction digits)");
+    return n;
+}
+
 static k3_gnode *compile_type(ctx *c, const json_t *s, const char *t, int depth) {
     if (!strcmp(t, "null")) return k3_g_lit_str(c->g, "null");
     if (!strcmp(t, "boolean")) {
         static const char *const tf[] = {"true", "false"};
         return k3_g_enum(c->g, tf, 2);
     }
-    if (!strcmp(t, "integer") || !strcmp(t, "number")) {
-        json_t *mn = json_object_get(s, "minimum");
-        if (mn && !(json_is_number(mn) && json_number_value(mn) == 0))
-            return fail(c, "'minimum' other than 0 is not supported");
-        k3_gnode *num = k3_g_number(c->g, !strcmp(t, "integer"));
-        if (mn) num->first[0] &= ~(1ull << '-'), num->integer |= 2; /* no minus sign */
-        return num;
-    }
+    if (!strcmp(t, "integer") || !strcmp(t, "number"))
+        return compile_number(c, s, !strcmp(t, "integer"));
     if (!strcmp(t, "string")) {
         int mn, mx;
         if (get_count(c, s, "minLength", 0, &mn) || get_count(c, s, "maxLength", -1, &mx))
@@ -370,8 +462,11 @@ static k3_gnode *compile(ctx *c, const json_t *s, int depth) {
     } else if (implied_type(s)) {
         r = compile_type(c, s, implied_type(s), depth);
     } else {
-        if (json_object_get(s, "minimum"))
-            return fail(c, "'minimum' without 'type' is not supported");
+        static const char *const num[] = {"minimum", "maximum", "exclusiveMinimum",
+                                          "exclusiveMaximum", "multipleOf"};
+        for (int i = 0; i < 5; i++)
+            if (json_object_get(s, num[i]))
+                return fail(c, "'%s' without 'type' is not supported", num[i]);
         r = k3_g_any(c->g);
     }
     if (r && json_is_true(json_object_get(s, "nullable"))) {

@@ -47,6 +47,17 @@ const schemas = {
     required: ["items", "note"],
   },
   list: { type: "array", items: { type: "boolean" }, minItems: 2, maxItems: 4 },
+  bounds: {
+    type: "object", additionalProperties: false, required: ["pct", "zint", "pos", "step", "temp", "big"],
+    properties: {
+      pct: { type: "integer", minimum: 0, maximum: 100 },
+      zint: { type: "integer", minimum: -9007199254740991, maximum: 9007199254740991 }, // zod .int()
+      pos: { type: "number", exclusiveMinimum: 0 }, // zod .positive()
+      step: { type: "integer", multipleOf: 5, exclusiveMinimum: -20, exclusiveMaximum: 20 },
+      temp: { type: "number", minimum: -1.5, maximum: 2.25 },
+      big: { type: "integer", minimum: 9223372036854775000 },
+    },
+  },
 };
 
 async function chat(extra) {
@@ -142,8 +153,8 @@ async function refused(name, body, code) {
 }
 await refused("structured_refuses_pattern",
   { response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "string", pattern: "^a+$" } } } }, "unsupported_schema");
-await refused("structured_refuses_maximum",
-  { response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object", properties: { n: { type: "integer", maximum: 3 } } } } } }, "unsupported_schema");
+await refused("structured_refuses_empty_range",
+  { response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object", properties: { n: { type: "integer", minimum: 4, maximum: 3 } } } } } }, "unsupported_schema");
 await refused("structured_refuses_grammar", { grammar: "root ::= \"a\"" }, "unsupported_constraint");
 await refused("structured_refuses_unknown_tool", { tools, tool_choice: { type: "function", function: { name: "nope" } } });
 await refused("structured_refuses_named_bad_params",
