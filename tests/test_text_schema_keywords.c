@@ -7,6 +7,9 @@
 #include <math.h>
 #include <string.h>
 
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
 #include "t.h"
 #include "text/grammar.h"
 #include "text/jsonschema.h"
@@ -148,7 +151,97 @@ TEST(schema_integer_and_number_ranges) {
                    40));
 }
 
+/* Random walks under {"type":"string", format?, "pattern": rx}: each
+ * output must match rx (PCRE2, as a validator would) and be plain ASCII. */
+static int pattern_walks_ok(const char *format, const char *rx) {
+    json_t *sch = json_pack("{s:s, s:s}", "type", "string", "pattern", rx);
+    if (format) json_object_set_new(sch, "format", json_string(format));
+    char *text = json_dumps(sch, JSON_COMPACT);
+    json_decref(sch);
+    int ec;
+    PCRE2_SIZE eo;
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)rx, PCRE2_ZERO_TERMINATED, 0, &ec, &eo, NULL);
+    pcre2_match_data *md = pcre2_match_data_create(4, NULL);
+    k3_gram *g = k3_gram_new();
+    char err[512];
+    k3_gnode *n = compile(g, text, err, sizeof err);
+    int bad = !n || !re;
+    if (!n) printf("  refused %s: %s\n", text, err);
+    for (int rep = 0; n && rep < 100; rep++) {
+        char *t = walk(wrap(g, n), 300);
+        json_t *d = t ? json_loads(t, JSON_DECODE_ANY, NULL) : NULL;
+        const char *v = json_string_value(d);
+        if (!v || pcre2_match(re, (PCRE2_SPTR)v, strlen(v), 0, 0, md, NULL) < 0) {
+            if (bad++ < 3) printf("  %s: %s does not match\n", rx, t ? t : "(stuck)");
+        }
+        json_decref(d);
+        free(t);
+    }
+    k3_gram_free(g);
+    pcre2_match_data_free(md);
+    pcre2_code_free(re);
+    free(text);
+    return bad == 0;
+}
+
+TEST(schema_patterns_and_formats) {
+    /* what zod v4 emits beside its formats */
+    CHECK(pattern_walks_ok("email", "^(?:[A-Za-z0-9_'+\\-]+\\.)*[A-Za-z0-9_'+\\-]*[A-Za-z0-9_+-]@"
+                                    "(?:[A-Za-z0-9][A-Za-z0-9\\-]*\\.)+[A-Za-z]{2,}$"));
+    CHECK(pattern_walks_ok("hostname", "^[a-z0-9]+(\\.[a-z0-9-]+)*$"));
+    /* zod's hostname pattern: its length lookahead times the label automaton
+     * passes the product bound: refused as too complex, naming the limit */
+    {
+        k3_gram *g = k3_gram_new();
+        char err[512];
+        int tc = 0;
+        json_t *s =
+            json_pack("{s:s, s:s}", "type", "string", "pattern",
+                      "^(?=.{1,253}\\.?$)[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\\.[a-"
+                      "zA-Z0-9](?:[-0-9a-zA-Z]{0,61}[0-9a-zA-Z])?)*\\.?$");
+        CHECK(!k3_schema_compile(g, s, err, sizeof err, &tc) && tc && strstr(err, "16000"), "%s",
+              err);
+        json_decref(s);
+        k3_gram_free(g);
+    }
+    CHECK(pattern_walks_ok("uuid",
+                           "^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-"
+                           "fA-F]{3}-[0-9a-fA-F]{12}|00000000-0000-0000-0000-000000000000)$"));
+    CHECK(pattern_walks_ok(
+        "date-time", "^(?:(?:\\d\\d[2468][048]|\\d\\d[13579][26]|\\d\\d0[48]|[02468][048]00|"
+                     "[13579][26]00)-02-29|\\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|"
+                     "(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|(?:02)-(?:0[1-9]|1\\d|2[0-8])))T(?:(?:"
+                     "[01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(?:\\.\\d+)?(?:Z))$"));
+    CHECK(pattern_walks_ok("ipv4", "^(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])\\.){3}"
+                                   "(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])$"));
+    CHECK(pattern_walks_ok("ipv6",
+                           "^(([0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}|([0-9a-fA-F]{1,4}:){1,7}:)$"));
+    CHECK(pattern_walks_ok(NULL, "^[a-z]+$"));
+    CHECK(pattern_walks_ok(NULL, "ab+c")); /* unanchored: contains */
+    CHECK(pattern_walks_ok(NULL, "^\\d{3}-\\d{4}$"));
+    CHECK(pattern_walks_ok(NULL, "^(?<area>[A-Z]{2})[^a-z\\s]{1,3}(x|yz)*?$"));
+    CHECK(pattern_walks_ok(NULL, "^[\"\\\\/]{2}q$")); /* written escaped */
+    CHECK(refused("{\"type\":\"string\",\"pattern\":\"(a)\\\\1\"}"), "backreference");
+    CHECK(refused("{\"type\":\"string\",\"pattern\":\"(?<=a)b\"}"), "lookbehind");
+    CHECK(refused("{\"type\":\"string\",\"pattern\":\"^a$b\"}"), "inner anchor");
+    CHECK(refused("{\"type\":\"string\",\"pattern\":\"\\\\bword\"}"), "\\b");
+    CHECK(refused("{\"type\":\"string\",\"pattern\":\"^\\\\n$\"}"), "nothing printable");
+    CHECK(refused("{\"type\":\"string\",\"format\":\"uuid\",\"pattern\":\"^x\"}"), "disjoint");
+    /* the state bound: (a|b)*a(a|b){12} needs 2^13 DFA states */
+    k3_gram *g = k3_gram_new();
+    char err[512];
+    int tc = 0;
+    json_t *s = json_pack("{s:s, s:s}", "type", "string", "pattern", "^(a|b)*a(a|b){12}$");
+    CHECK(!k3_schema_compile(g, s, err, sizeof err, &tc) && tc && strstr(err, "2000"), "%s", err);
+    json_decref(s);
+    k3_gram_free(g);
+    CHECK(accepts("{\"type\":\"string\",\"format\":\"date\"}", "\"2024-02-28\""));
+    CHECK(!accepts("{\"type\":\"string\",\"format\":\"date\"}", "\"2023-02-29\""));
+    CHECK(accepts("{\"type\":\"string\",\"format\":\"email\"}", "\"ann.lee@example.org\""));
+}
+
 int main(void) {
     RUN(schema_integer_and_number_ranges);
+    RUN(schema_patterns_and_formats);
     return t_done();
 }

@@ -9,6 +9,7 @@
 #include "base/err.h"
 #include "base/mem.h"
 #include "text/grammar_num.h"
+#include "text/regex.h"
 
 #define BIG (INT_MAX / 4)
 
@@ -39,6 +40,10 @@ void k3_gram_free(k3_gram *g) {
     for (size_t i = 0; i < g->n; i++) free(g->allocs[i]);
     free(g->allocs);
     free(g);
+}
+
+void *k3_gram_alloc(k3_gram *g, size_t n) {
+    return galloc(g, n);
 }
 
 size_t k3_gram_nodes(const k3_gram *g) {
@@ -190,6 +195,14 @@ k3_gnode *k3_g_string(k3_gram *g, int min_len, int max_len, const char *format) 
     r->max = max_len;
     r->format = format;
     r->minlen = 2 + (format ? (int)strlen(format) : min_len);
+    set_first(r, '"');
+    return r;
+}
+
+k3_gnode *k3_g_string_re(k3_gram *g, const k3_redfa *re) {
+    k3_gnode *r = node(g, K3_G_STRING);
+    r->re = re;
+    r->minlen = sat(2LL + re->dist[0]);
     set_first(r, '"');
     return r;
 }

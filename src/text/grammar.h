@@ -77,6 +77,7 @@ typedef enum {
 #define K3_G_MAX_BYTES (16u << 20) /* bytes per grammar (k3_gram_over) */
 
 typedef struct k3_gnode k3_gnode;
+typedef struct k3_redfa k3_redfa; /* text/regex.h */
 
 /* A numeric range: integers as themselves; numbers scaled by 10^K3_G_FRAC
  * (at most K3_G_FRAC fraction and K3_G_NUM_INT integer digits, no
@@ -107,6 +108,7 @@ struct k3_gnode {
     int min, max;            /* REPEAT/ARRAY counts, STRING lengths (max -1: none) */
     int integer;             /* NUMBER: 1 integer, 2 no minus sign (flags) */
     const char *format;      /* STRING template or NULL */
+    const k3_redfa *re;      /* STRING: contents follow this DFA (text/regex.h), or NULL */
     int *req_after;          /* OBJECT [n+1]: symbols for the required props from i on
                               * (each with its comma) and the '}' */
     int *opt_min;            /* OBJECT [n+1]: cheapest property from i on (INT_MAX/4: none) */
@@ -130,6 +132,8 @@ size_t k3_gram_bytes(const k3_gram *g);
 /* NULL while within budget, else which budget was passed ("grammar nodes",
  * "grammar bytes"). The builders still work past it (callers check). */
 const char *k3_gram_over(const k3_gram *g);
+/* Zeroed memory owned by the grammar (counted in its bytes). */
+void *k3_gram_alloc(k3_gram *g, size_t n);
 
 /* Builders (the grammar owns everything they return; inputs are copied). */
 k3_gnode *k3_g_lit(k3_gram *g, const uint16_t *s, int len);
@@ -142,6 +146,8 @@ k3_gnode *k3_g_keyed(k3_gram *g, const k3_gsyms *lits, k3_gnode *const *kids, in
 k3_gnode *k3_g_repeat(k3_gram *g, k3_gnode *child, int min, int max);
 k3_gnode *k3_g_text(k3_gram *g);
 k3_gnode *k3_g_string(k3_gram *g, int min_len, int max_len, const char *format);
+/* A JSON string whose contents the DFA accepts (text/regex.h). */
+k3_gnode *k3_g_string_re(k3_gram *g, const k3_redfa *re);
 k3_gnode *k3_g_number(k3_gram *g, int integer);
 /* A number inside r (see k3_numrange); NULL + k3_errmsg when r holds no
  * value the grammar can write. */

@@ -7,6 +7,7 @@
 
 #include "text/grammar.h"
 #include "text/grammar_num.h"
+#include "text/regex.h"
 
 #define BIG (INT_MAX / 4)
 
@@ -97,6 +98,34 @@ static void utf8_lead(int c, int *pending, int *lo, int *hi) {
     }
 }
 
+/* A STRING held to a DFA (text/regex.h): d is the DFA state; only
+ * printable ASCII, with '"', '\\' and '/' also written escaped. */
+static int step_re(k3_gframe *f, int sym) {
+    const k3_redfa *re = f->node->re;
+    int c = sym;
+    if (f->a == 1 && sym == '"') return re->acc[f->d] ? R_DONE : R_REJECT;
+    if (f->a == 1 && sym == '\\') return f->a = 2, R_ACCEPT;
+    if (f->a == 2 && !strchr("\"\\/", sym)) return R_REJECT;
+    if (c < 0x20 || c > 0x7E || (f->a == 1 && c == '"')) return R_REJECT;
+    int t = re->next[f->d * K3_RE_SIGMA + (c - 0x20)];
+    if (t < 0) return R_REJECT;
+    f->d = t, f->a = 1;
+    return R_ACCEPT;
+}
+
+/* Fewest symbols to close a DFA-held string from f. */
+static long long rem_re(const k3_gframe *f) {
+    const k3_redfa *re = f->node->re;
+    if (f->a == 0) return 2 + re->dist[0];
+    if (f->a == 1) return 1 + re->dist[f->d];
+    long long best = BIG;
+    for (const char *c = "\"\\/"; *c; c++) {
+        int t = re->next[f->d * K3_RE_SIGMA + (*c - 0x20)];
+        if (t >= 0 && 2 + re->dist[t] < best) best = 2 + re->dist[t];
+    }
+    return best;
+}
+
 static int step_string(k3_gframe *f, int sym) {
     const k3_gnode *n = f->node;
     /* a: 0 before '"', 1 content, 2 after '\', 3 in \uXXXX; b: code points;
@@ -108,6 +137,7 @@ static int step_string(k3_gframe *f, int sym) {
         return R_ACCEPT;
     }
     if (sym >= 256) return R_REJECT;
+    if (n->re) return step_re(f, sym);
     if (f->a == 1 && n->format) {
         int len = (int)strlen(n->format);
         if (f->d == len) return sym == '"' ? R_DONE : R_REJECT;
@@ -495,6 +525,7 @@ static long long rem_frame_raw(const k3_gframe *f) {
     case K3_G_TEXT:
         return 0;
     case K3_G_STRING:
+        if (n->re) return rem_re(f);
         if (f->a == 0) return n->minlen;
         if (n->format) return (int)strlen(n->format) - f->d + 1;
         {
@@ -575,7 +606,7 @@ int k3_gstate_free_bytes(const k3_gstate *st, int *ascii_only) {
     const k3_gframe *f = &st->f[st->depth - 1];
     const k3_gnode *n = f->node;
     if (n->kind == K3_G_TEXT) return *ascii_only = 0, 1;
-    if (n->kind == K3_G_STRING && f->a == 1 && !n->format && n->max < 0 && f->c == 0 &&
+    if (n->kind == K3_G_STRING && f->a == 1 && !n->format && !n->re && n->max < 0 && f->c == 0 &&
         f->b >= n->min)
         return *ascii_only = 1, 1;
     return 0;

@@ -11,6 +11,7 @@
 
 #include "base/err.h"
 #include "base/mem.h"
+#include "text/regex.h"
 
 #define MAX_REFS 32   /* nesting of $ref being expanded */
 #define MAX_NEST 64   /* schema nesting */
@@ -112,17 +113,18 @@ static const char *const HANDLED[] = {"type",
                                       "minLength",
                                       "maxLength",
                                       "format",
+                                      "pattern",
                                       "anyOf",
                                       "oneOf",
                                       "allOf",
                                       "$ref",
                                       "nullable",
                                       "minimum",
-                                      "uniqueItems",
                                       "maximum",
                                       "exclusiveMinimum",
                                       "exclusiveMaximum",
-                                      "multipleOf"};
+                                      "multipleOf",
+                                      "uniqueItems"};
 
 static int in_list(const char *k, const char *const *list, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -303,6 +305,81 @@ static k3_gnode *compile_number(ctx *c, const json_t *s, int integer) {
     return n;
 }
 
+/* What each supported format writes: regular subsets of what the format
+ * allows (and of what zod's patterns for it accept), so every output
+ * validates. */
+static const char *format_regex(const char *f) {
+    static const char *const map[][2] = {
+        {"date", "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])$"},
+        {"time", "^([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]Z$"},
+        {"date-time",
+         "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5]"
+         "[0-9]Z$"},
+        {"uuid", "^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"},
+        {"email", "^[a-z0-9]{1,16}([._+-][a-z0-9]{1,16}){0,2}@[a-z0-9]{1,16}(-[a-z0-9]{1,16})?\\."
+                  "[a-z]{2,6}$"},
+        {"hostname",
+         "^[a-z0-9]{1,20}(-[a-z0-9]{1,20})?(\\.[a-z0-9]{1,20}(-[a-z0-9]{1,20})?){0,3}$"},
+        {"ipv4", "^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]"
+                 "[0-9]|[1-9]?[0-9])$"},
+        {"ipv6", "^[0-9a-f]{1,4}(:[0-9a-f]{1,4}){7}$"},
+        {"uri",
+         "^https://[a-z0-9]{1,20}(\\.[a-z0-9]{1,20}){0,2}\\.[a-z]{2,6}(/[a-z0-9._~-]{1,20}){0,4}$"},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+        if (!strcmp(f, map[i][0])) return map[i][1];
+    return NULL;
+}
+
+/* A DFA for one regex, or NULL + message (too_complex when a bound). */
+static k3_redfa *regex_dfa(ctx *c, const char *rx, const char *kw) {
+    char msg[256];
+    int big = 0;
+    k3_redfa *d = k3_re_compile(c->g, rx, msg, sizeof msg, &big);
+    if (!d) c->too_complex |= big, fail(c, "'%s': %s", kw, msg);
+    return d;
+}
+
+/* Strings: minLength/maxLength (code points), or a format and/or a pattern
+ * (a DFA over printable ASCII; both: their intersection). */
+static k3_gnode *compile_string(ctx *c, const json_t *s) {
+    int mn, mx;
+    if (get_count(c, s, "minLength", 0, &mn) || get_count(c, s, "maxLength", -1, &mx)) return NULL;
+    if (mx >= 0 && mx < mn) return fail(c, "'maxLength' is below 'minLength'");
+    json_t *f = json_object_get(s, "format"), *pat = json_object_get(s, "pattern");
+    if (f && !json_is_string(f)) return fail(c, "'format' must be a string");
+    if (pat && !json_is_string(pat)) return fail(c, "'pattern' must be a string");
+    const char *frx = f ? format_regex(json_string_value(f)) : NULL;
+    if (f && !frx)
+        return fail(c,
+                    "string format '%.60s' is not supported (supported: date, time, date-time, "
+                    "uuid, email, uri, hostname, ipv4, ipv6)",
+                    json_string_value(f));
+    if (!frx && !pat) return k3_g_string(c->g, mn, mx, NULL);
+    k3_redfa *d = frx ? regex_dfa(c, frx, "format") : NULL;
+    if (frx && !d) return NULL;
+    if (pat) {
+        k3_redfa *p = regex_dfa(c, json_string_value(pat), "pattern");
+        if (!p) return NULL;
+        if (d) {
+            char msg[256];
+            int big = 0;
+            p = k3_re_intersect(c->g, d, p, msg, sizeof msg, &big);
+            if (!p) return c->too_complex |= big, fail(c, "'format' and 'pattern': %s", msg);
+        }
+        d = p;
+    }
+    /* lengths: enforced when the automaton's strings already fit them */
+    int lo, hi;
+    k3_re_lengths(d, &lo, &hi);
+    if (lo < mn || (mx >= 0 && (hi < 0 || hi > mx)))
+        return fail(c,
+                    "'minLength'/'maxLength' that narrow a 'format' or 'pattern' are not "
+                    "supported (its strings are %d to %d characters)",
+                    lo, hi);
+    return k3_g_string_re(c->g, d);
+}
+
 static k3_gnode *compile_type(ctx *c, const json_t *s, const char *t, int depth) {
     if (!strcmp(t, "null")) return k3_g_lit_str(c->g, "null");
     if (!strcmp(t, "boolean")) {
@@ -311,24 +388,7 @@ static k3_gnode *compile_type(ctx *c, const json_t *s, const char *t, int depth)
     }
     if (!strcmp(t, "integer") || !strcmp(t, "number"))
         return compile_number(c, s, !strcmp(t, "integer"));
-    if (!strcmp(t, "string")) {
-        int mn, mx;
-        if (get_count(c, s, "minLength", 0, &mn) || get_count(c, s, "maxLength", -1, &mx))
-            return NULL;
-        if (mx >= 0 && mx < mn) return fail(c, "'maxLength' is below 'minLength'");
-        json_t *f = json_object_get(s, "format");
-        const char *tmpl = NULL;
-        if (f) {
-            if (!json_is_string(f)) return fail(c, "'format' must be a string");
-            tmpl = k3_g_format_template(json_string_value(f));
-            if (!tmpl)
-                return fail(c,
-                            "string format '%.60s' is not supported (supported: date, time, "
-                            "date-time, uuid)",
-                            json_string_value(f));
-        }
-        return k3_g_string(c->g, mn, mx, tmpl);
-    }
+    if (!strcmp(t, "string")) return compile_string(c, s);
     if (!strcmp(t, "array")) {
         int mn, mx;
         if (get_count(c, s, "minItems", 0, &mn) || get_count(c, s, "maxItems", -1, &mx))
@@ -355,7 +415,7 @@ static const char *implied_type(const json_t *s) {
         json_object_get(s, "maxItems"))
         return "array";
     if (json_object_get(s, "minLength") || json_object_get(s, "maxLength") ||
-        json_object_get(s, "format"))
+        json_object_get(s, "format") || json_object_get(s, "pattern"))
         return "string";
     return NULL;
 }

@@ -19,7 +19,21 @@ function check(name, ok, detail) {
 }
 const SEEDS = Number(process.env.K3_STRUCTURED_SEEDS || 24);
 
+// zod v4 (z.toJSONSchema) and Pydantic v2 (tests/serve/schemas/pydantic.json)
+// schemas for common types: each is enforced and every sample validates
+const z = await import("../npm/node_modules/zod/index.js");
+const zodSchemas = {
+  zod_user: z.object({ email: z.email(), site: z.url(), at: z.iso.datetime(), id: z.uuid(), age: z.number().int().min(0).max(130),
+    count: z.number().int(), price: z.number().positive().max(1000), nick: z.string().optional(), note: z.string().nullable(),
+    role: z.enum(["admin", "user"]), kind: z.literal("person"), tags: z.array(z.string().max(8)).min(1).max(3),
+    day: z.iso.date(), ip: z.ipv4(), code: z.string().regex(/^[a-z]{2}\d{2}$/), v6: z.ipv6(), choice: z.union([z.string(), z.number()]) }),
+};
+const pyd = JSON.parse(readFileSync(new URL("./schemas/pydantic.json", import.meta.url), "utf8"));
+delete pyd._comment;
+
 const schemas = {
+  ...Object.fromEntries(Object.entries(zodSchemas).map(([k, v]) => [k, z.toJSONSchema(v)])),
+  ...Object.fromEntries(Object.entries(pyd).map(([k, v]) => [`pydantic_${k}`, v])),
   person: {
     type: "object", additionalProperties: false,
     properties: {
@@ -62,7 +76,7 @@ const schemas = {
 
 async function chat(extra) {
   return client.chat.completions.create({
-    model: "tiny", temperature: 1, max_tokens: 160, messages: [{ role: "user", content: "Answer." }], ...extra,
+    model: "tiny", temperature: 1, max_tokens: 400, messages: [{ role: "user", content: "Answer." }], ...extra,
   });
 }
 
@@ -151,14 +165,14 @@ async function refused(name, body, code) {
   try { await chat(body); } catch (e) { err = e; }
   check(name, err && err.status === 400 && (!code || (err.code === code)), err && { status: err.status, code: err.code, message: err.message });
 }
-await refused("structured_refuses_pattern",
-  { response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "string", pattern: "^a+$" } } } }, "unsupported_schema");
+await refused("structured_refuses_backreference",
+  { response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "string", pattern: "^(a)\\1$" } } } }, "unsupported_schema");
 await refused("structured_refuses_empty_range",
   { response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object", properties: { n: { type: "integer", minimum: 4, maximum: 3 } } } } } }, "unsupported_schema");
 await refused("structured_refuses_grammar", { grammar: "root ::= \"a\"" }, "unsupported_constraint");
 await refused("structured_refuses_unknown_tool", { tools, tool_choice: { type: "function", function: { name: "nope" } } });
 await refused("structured_refuses_named_bad_params",
-  { tools: [{ type: "function", function: { name: "f", parameters: { type: "object", properties: { a: { type: "string", pattern: "x" } } } } }],
+  { tools: [{ type: "function", function: { name: "f", parameters: { type: "object", properties: { a: { type: "string", not: {} } } } } }],
     tool_choice: { type: "function", function: { name: "f" } } }, "unsupported_schema");
 
 // Schemas that would expand exponentially as a tree ($defs sharing each
