@@ -6,16 +6,18 @@
  *   keys — valid for additionalProperties true, false or a schema), an
  *   object without properties (additionalProperties: a schema, true/absent =
  *   any values; false = "{}"), items, minItems, maxItems, minLength,
- *   maxLength, format date / time / date-time / uuid (a valid subset: days
- *   01-29, times ending in Z, lower-case hex), minimum: 0 (no minus sign),
+ *   maxLength, format (date, time, date-time, uuid, email, uri, hostname,
+ *   ipv4, ipv6: regular subsets, text/regex.h) and pattern (the safe regex
+ *   dialect of text/regex.h; with a format, both hold), minimum, maximum,
+ *   exclusiveMinimum, exclusiveMaximum, multipleOf (text/grammar_num.c),
  *   anyOf / oneOf / a type list whose alternatives start with different
  *   characters (different JSON types), allOf of one schema, $ref to
  *   #/$defs/... or #/definitions/... (not recursive), nullable: true,
  *   uniqueItems: false; annotations (title, description, default, examples,
  *   $schema, $id, $comment, deprecated, readOnly, writeOnly, strict) are
  *   ignored. The schema `true` or {} is any JSON value.
- * Everything else (pattern, other formats, minimum other than 0, maximum,
- * multipleOf, recursive $ref, overlapping alternatives, not, if/then,
+ * Everything else (other formats, fractional multipleOf, recursive $ref,
+ * overlapping alternatives, not, if/then,
  * patternProperties, ...) is refused with a message naming the keyword and
  * where it is, so a server can answer 400 instead of ignoring it. */
 #ifndef K3_TEXT_JSONSCHEMA_H
