@@ -39,7 +39,7 @@ static k3_constraint *make(void) {
     k3_gram *g = k3_gram_new();
     json_t *s = json_loads(SCHEMA, 0, NULL);
     char err[256];
-    k3_gnode *v = k3_schema_compile(g, s, err, sizeof err);
+    k3_gnode *v = k3_schema_compile(g, s, err, sizeof err, NULL);
     json_decref(s);
     k3_gnode *kids[2] = {v, k3_g_lit_ctl(g, "{E}")};
     return k3_constraint_new(trie, g, k3_g_seq(g, kids, 2));

@@ -104,12 +104,22 @@ static int content_schema(const json_t *root, const json_t **schema, int *json_o
     return 0;
 }
 
+/* 400 request_too_complex: the grammar would pass its size budget
+ * (grammar.h); msg names the limit. */
+static int too_complex_err(serve_err *err, const char *field, const char *msg) {
+    return serve_err_set(err, 400, NULL, field, "request_too_complex",
+                         "The structured-output grammar is too large: %s. Limits: %d grammar "
+                         "nodes, %u MiB (docs/serve.md, Limits).",
+                         msg, K3_G_MAX_NODES, K3_G_MAX_BYTES >> 20);
+}
+
 /* Arguments grammar of one tool: its parameters schema, which must describe
  * an object. NULL + msg when it cannot be enforced. */
-static k3_gnode *tool_args(k3_gram *g, const json_t *fn, char *msg, size_t cap) {
+static k3_gnode *tool_args(k3_gram *g, const json_t *fn, char *msg, size_t cap, int *too_complex) {
+    *too_complex = 0;
     json_t *params = opt(fn, "parameters");
     if (!params) return k3_g_freeobj(g, k3_g_any(g));
-    k3_gnode *n = k3_schema_compile(g, params, msg, cap);
+    k3_gnode *n = k3_schema_compile(g, params, msg, cap, too_complex);
     if (n && n->kind != K3_G_OBJECT && n->kind != K3_G_FREEOBJ &&
         !(n->kind == K3_G_LIT && n->lit.len == 2 && n->lit.s[0] == '{')) {
         snprintf(msg, cap, "the parameters schema must describe an object");
@@ -178,9 +188,14 @@ int serve_structured_new(const serve_engine *e, const serve_req *q, const int32_
     char msg[512];
     k3_gnode *content = NULL; /* JSON content, or NULL for free text */
     if (schema) {
-        content = k3_schema_compile(g, schema, msg, sizeof msg);
+        int too_complex;
+        content = k3_schema_compile(g, schema, msg, sizeof msg, &too_complex);
         json_decref(owned);
         owned = NULL;
+        if (!content && too_complex) {
+            k3_gram_free(g);
+            return too_complex_err(err, "response_format", msg);
+        }
         if (!content) {
             k3_gram_free(g);
             return serve_err_set(err, 400, NULL, "response_format", "unsupported_schema",
@@ -210,7 +225,14 @@ int serve_structured_new(const serve_engine *e, const serve_req *q, const int32_
                     name, json_string_value(json_object_get(
                               json_object_get(json_array_get(q->tools, j), "function"), "name")));
             if (dup) continue;
-            k3_gnode *args = tool_args(g, fn, msg, sizeof msg);
+            int too_complex;
+            k3_gnode *args = tool_args(g, fn, msg, sizeof msg, &too_complex);
+            if (!args && too_complex) { /* never a fallback: the budget is the request's */
+                free(keys);
+                free(rests);
+                k3_gram_free(g);
+                return too_complex_err(err, "tools", msg);
+            }
             if (!args) {
                 if (named || !strcmp(tc ? tc : "", "required")) {
                     free(keys);
@@ -278,6 +300,10 @@ int serve_structured_new(const serve_engine *e, const serve_req *q, const int32_
     if (ends_in_think(e, prompt, n_prompt)) {
         k3_gnode *kids[3] = {k3_g_text(g), k3_g_lit_ctl(g, "{C}think{S}{O}response{S}"), body};
         root = k3_g_seq(g, kids, 3);
+    }
+    if (k3_gram_over(g)) {
+        k3_gram_free(g);
+        return too_complex_err(err, "tools", "the tools compile to more grammar than the limit");
     }
     *out = k3_constraint_new(e->vtrie, g, root);
     return 0;

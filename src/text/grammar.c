@@ -8,17 +8,21 @@
 
 #include "base/err.h"
 #include "base/mem.h"
+#include "text/grammar_num.h"
+#include "text/regex.h"
 
 #define BIG (INT_MAX / 4)
 
 struct k3_gram {
     void **allocs; /* everything to free */
     size_t n, cap;
+    size_t nodes, bytes; /* what the builders made: checked against the budget */
     k3_gnode *any, *any_obj, *any_arr, *any_str, *any_num, *any_bool, *any_null, *key_str;
 };
 
 static void *galloc(k3_gram *g, size_t n) {
     void *p = k3_xcalloc(1, n ? n : 1);
+    g->bytes += n;
     if (g->n == g->cap) {
         g->cap = g->cap ? g->cap * 2 : 64;
         g->allocs = k3_xrealloc(g->allocs, g->cap * sizeof *g->allocs);
@@ -38,6 +42,30 @@ void k3_gram_free(k3_gram *g) {
     free(g);
 }
 
+void *k3_gram_alloc(k3_gram *g, size_t n) {
+    return galloc(g, n);
+}
+
+size_t k3_gram_nodes(const k3_gram *g) {
+    return g->nodes;
+}
+
+size_t k3_gram_bytes(const k3_gram *g) {
+    return g->bytes;
+}
+
+const char *k3_gram_over(const k3_gram *g) {
+    if (g->nodes > K3_G_MAX_NODES) return "grammar nodes";
+    if (g->bytes > K3_G_MAX_BYTES) return "grammar bytes";
+    return NULL;
+}
+
+/* Minimal lengths saturate at BIG: with shared nodes, the smallest document
+ * of a small grammar can be exponentially long (and never fits a budget). */
+static int sat(long long v) {
+    return v > BIG ? BIG : (int)v;
+}
+
 static void set_first(k3_gnode *n, int sym) {
     n->first[sym >> 6] |= 1ull << (sym & 63);
 }
@@ -47,6 +75,7 @@ static void or_first(k3_gnode *n, const k3_gnode *k) {
 
 static k3_gnode *node(k3_gram *g, k3_gkind kind) {
     k3_gnode *n = galloc(g, sizeof *n);
+    g->nodes++;
     n->kind = kind;
     n->max = -1;
     return n;
@@ -112,7 +141,7 @@ k3_gnode *k3_g_seq(k3_gram *g, k3_gnode *const *kids, int n) {
     r->n_kids = n;
     int first_open = 1;
     for (int i = 0; i < n; i++) {
-        r->minlen += kids[i]->minlen;
+        r->minlen = sat((long long)r->minlen + kids[i]->minlen);
         if (first_open) or_first(r, kids[i]);
         if (kids[i]->minlen > 0) first_open = 0;
     }
@@ -137,7 +166,7 @@ k3_gnode *k3_g_keyed(k3_gram *g, const k3_gsyms *lits, k3_gnode *const *kids, in
     r->n_kids = n;
     r->minlen = BIG;
     for (int i = 0; i < n; i++) {
-        int m = r->lits[i].len + (r->kids[i] ? r->kids[i]->minlen : 0);
+        int m = sat((long long)r->lits[i].len + (r->kids[i] ? r->kids[i]->minlen : 0));
         if (m < r->minlen) r->minlen = m;
         if (r->lits[i].len) set_first(r, r->lits[i].s[0]);
     }
@@ -149,7 +178,7 @@ k3_gnode *k3_g_repeat(k3_gram *g, k3_gnode *child, int min, int max) {
     r->item = child;
     r->min = min;
     r->max = max;
-    r->minlen = min * child->minlen;
+    r->minlen = sat((long long)min * child->minlen);
     or_first(r, child);
     return r;
 }
@@ -170,11 +199,37 @@ k3_gnode *k3_g_string(k3_gram *g, int min_len, int max_len, const char *format) 
     return r;
 }
 
+k3_gnode *k3_g_string_re(k3_gram *g, const k3_redfa *re) {
+    k3_gnode *r = node(g, K3_G_STRING);
+    r->re = re;
+    r->minlen = sat(2LL + re->dist[0]);
+    set_first(r, '"');
+    return r;
+}
+
 k3_gnode *k3_g_number(k3_gram *g, int integer) {
     k3_gnode *r = node(g, K3_G_NUMBER);
     r->integer = integer;
     r->minlen = 1;
     set_first(r, '-');
+    for (int c = '0'; c <= '9'; c++) set_first(r, c);
+    return r;
+}
+
+k3_gnode *k3_g_number_range(k3_gram *g, int integer, const k3_numrange *rg) {
+    k3_gnode *r = node(g, K3_G_NUMBER);
+    r->integer = integer;
+    r->ranged = 1;
+    r->range = *rg;
+    k3_gframe f = {.node = r};
+    long long m = k3_gnum_rem(&f);
+    if (m >= BIG) {
+        k3_seterr("no %s the grammar can write lies in the range", integer ? "integer" : "number");
+        return NULL;
+    }
+    r->minlen = (int)m;
+    f.a = 1, f.c = 1; /* after a '-' */
+    if (k3_gnum_rem(&f) < BIG) set_first(r, '-');
     for (int c = '0'; c <= '9'; c++) set_first(r, c);
     return r;
 }
@@ -220,12 +275,12 @@ k3_gnode *k3_g_object(k3_gram *g, const char *const *keys, k3_gnode *const *vals
     r->opt_min[n] = BIG;
     r->n_req[n] = 0;
     for (int i = n - 1; i >= 0; i--) {
-        int cost = r->lits[i].len + 1 + vals[i]->minlen;
-        r->req_after[i] = r->req_after[i + 1] + (required[i] ? cost + 1 : 0);
+        int cost = sat((long long)r->lits[i].len + 1 + vals[i]->minlen);
+        r->req_after[i] = sat((long long)r->req_after[i + 1] + (required[i] ? cost + 1 : 0));
         r->opt_min[i] = cost < r->opt_min[i + 1] ? cost : r->opt_min[i + 1];
         r->n_req[i] = r->n_req[i + 1] + (required[i] != 0);
     }
-    r->minlen = 1 + r->req_after[0] - (r->n_req[0] > 0);
+    r->minlen = sat(1LL + r->req_after[0] - (r->n_req[0] > 0));
     set_first(r, '{');
     return r;
 }
@@ -246,7 +301,7 @@ k3_gnode *k3_g_array(k3_gram *g, k3_gnode *item, int min, int max) {
     r->item = item;
     r->min = min;
     r->max = max;
-    r->minlen = 2 + min * item->minlen + (min > 0 ? min - 1 : 0);
+    r->minlen = sat(2 + (long long)min * item->minlen + (min > 0 ? min - 1 : 0));
     set_first(r, '[');
     return r;
 }

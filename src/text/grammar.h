@@ -21,6 +21,11 @@
  * symbol has its own token).
  *
  * $ref cycles are not representable (the schema compiler refuses them).
+ * Nodes may be shared: the schema compiler builds each $ref'd definition
+ * once and points every use at it, so a grammar is a DAG whose size is
+ * linear in its schema. Its size is budgeted (K3_G_MAX_NODES nodes,
+ * K3_G_MAX_BYTES bytes, k3_gram_over): compilers check it as they go and
+ * give up, so no request can make one grow without bound.
  *
  * Nodes:
  *   LIT    a fixed symbol string
@@ -32,7 +37,9 @@
  *   TEXT   any byte symbols, ended by (not consuming) a control symbol
  *   STRING a JSON string: escapes, well-formed UTF-8, min/max length in
  *          code points, optionally a fixed format template (date, uuid...)
- *   NUMBER a JSON number (integer: no fraction or exponent), bounded digits
+ *   NUMBER a JSON number (integer: no fraction or exponent), bounded digits;
+ *          with a range (k3_g_number_range) every prefix is checked to have
+ *          a completion inside it (grammar_num.c)
  *   ENUM   a set of literal JSON texts (enum, const, true/false, null)
  *   OBJECT properties in declaration order (optional ones may be skipped,
  *          required ones may not), no other keys
@@ -64,10 +71,24 @@ typedef enum {
     K3_G_UNION
 } k3_gkind;
 
-#define K3_G_MAX_PROPS 64 /* properties per object */
-#define K3_G_MAX_DEPTH 48 /* frames per state */
+#define K3_G_MAX_PROPS 64          /* properties per object */
+#define K3_G_MAX_DEPTH 48          /* frames per state */
+#define K3_G_MAX_NODES 20000       /* nodes per grammar (k3_gram_over) */
+#define K3_G_MAX_BYTES (16u << 20) /* bytes per grammar (k3_gram_over) */
 
 typedef struct k3_gnode k3_gnode;
+typedef struct k3_redfa k3_redfa; /* text/regex.h */
+
+/* A numeric range: integers as themselves; numbers scaled by 10^K3_G_FRAC
+ * (at most K3_G_FRAC fraction and K3_G_NUM_INT integer digits, no
+ * exponent). Bounds inclusive; mult (integers only, 0 = none): the value
+ * must be a multiple of it. */
+#define K3_G_FRAC 6
+#define K3_G_NUM_INT 12
+typedef struct {
+    long long lo, hi;
+    unsigned long long mult;
+} k3_numrange;
 
 typedef struct {
     uint16_t *s; /* symbols */
@@ -87,10 +108,13 @@ struct k3_gnode {
     int min, max;            /* REPEAT/ARRAY counts, STRING lengths (max -1: none) */
     int integer;             /* NUMBER: 1 integer, 2 no minus sign (flags) */
     const char *format;      /* STRING template or NULL */
+    const k3_redfa *re;      /* STRING: contents follow this DFA (text/regex.h), or NULL */
     int *req_after;          /* OBJECT [n+1]: symbols for the required props from i on
                               * (each with its comma) and the '}' */
     int *opt_min;            /* OBJECT [n+1]: cheapest property from i on (INT_MAX/4: none) */
     int *n_req;              /* OBJECT [n+1]: required props from i on */
+    int ranged;              /* NUMBER: range applies */
+    k3_numrange range;       /* NUMBER */
 };
 
 /* Can symbol `sym` start node `n`? (its first set; sym < K3_SYM_COUNT) */
@@ -102,6 +126,14 @@ static inline int k3_gnode_has_first(const k3_gnode *n, int sym) {
 typedef struct k3_gram k3_gram;
 k3_gram *k3_gram_new(void);
 void k3_gram_free(k3_gram *g);
+/* Nodes and bytes built so far. */
+size_t k3_gram_nodes(const k3_gram *g);
+size_t k3_gram_bytes(const k3_gram *g);
+/* NULL while within budget, else which budget was passed ("grammar nodes",
+ * "grammar bytes"). The builders still work past it (callers check). */
+const char *k3_gram_over(const k3_gram *g);
+/* Zeroed memory owned by the grammar (counted in its bytes). */
+void *k3_gram_alloc(k3_gram *g, size_t n);
 
 /* Builders (the grammar owns everything they return; inputs are copied). */
 k3_gnode *k3_g_lit(k3_gram *g, const uint16_t *s, int len);
@@ -114,7 +146,12 @@ k3_gnode *k3_g_keyed(k3_gram *g, const k3_gsyms *lits, k3_gnode *const *kids, in
 k3_gnode *k3_g_repeat(k3_gram *g, k3_gnode *child, int min, int max);
 k3_gnode *k3_g_text(k3_gram *g);
 k3_gnode *k3_g_string(k3_gram *g, int min_len, int max_len, const char *format);
+/* A JSON string whose contents the DFA accepts (text/regex.h). */
+k3_gnode *k3_g_string_re(k3_gram *g, const k3_redfa *re);
 k3_gnode *k3_g_number(k3_gram *g, int integer);
+/* A number inside r (see k3_numrange); NULL + k3_errmsg when r holds no
+ * value the grammar can write. */
+k3_gnode *k3_g_number_range(k3_gram *g, int integer, const k3_numrange *r);
 /* JSON texts (compact); sorted and deduplicated. */
 k3_gnode *k3_g_enum(k3_gram *g, const char *const *texts, int n);
 k3_gnode *k3_g_object(k3_gram *g, const char *const *keys, k3_gnode *const *vals,

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "text/grammar.h"
+#include "text/grammar_num.h"
+#include "text/regex.h"
 
 #define BIG (INT_MAX / 4)
 
@@ -96,6 +98,34 @@ static void utf8_lead(int c, int *pending, int *lo, int *hi) {
     }
 }
 
+/* A STRING held to a DFA (text/regex.h): d is the DFA state; only
+ * printable ASCII, with '"', '\\' and '/' also written escaped. */
+static int step_re(k3_gframe *f, int sym) {
+    const k3_redfa *re = f->node->re;
+    int c = sym;
+    if (f->a == 1 && sym == '"') return re->acc[f->d] ? R_DONE : R_REJECT;
+    if (f->a == 1 && sym == '\\') return f->a = 2, R_ACCEPT;
+    if (f->a == 2 && !strchr("\"\\/", sym)) return R_REJECT;
+    if (c < 0x20 || c > 0x7E || (f->a == 1 && c == '"')) return R_REJECT;
+    int t = re->next[f->d * K3_RE_SIGMA + (c - 0x20)];
+    if (t < 0) return R_REJECT;
+    f->d = t, f->a = 1;
+    return R_ACCEPT;
+}
+
+/* Fewest symbols to close a DFA-held string from f. */
+static long long rem_re(const k3_gframe *f) {
+    const k3_redfa *re = f->node->re;
+    if (f->a == 0) return 2 + re->dist[0];
+    if (f->a == 1) return 1 + re->dist[f->d];
+    long long best = BIG;
+    for (const char *c = "\"\\/"; *c; c++) {
+        int t = re->next[f->d * K3_RE_SIGMA + (*c - 0x20)];
+        if (t >= 0 && 2 + re->dist[t] < best) best = 2 + re->dist[t];
+    }
+    return best;
+}
+
 static int step_string(k3_gframe *f, int sym) {
     const k3_gnode *n = f->node;
     /* a: 0 before '"', 1 content, 2 after '\', 3 in \uXXXX; b: code points;
@@ -107,6 +137,7 @@ static int step_string(k3_gframe *f, int sym) {
         return R_ACCEPT;
     }
     if (sym >= 256) return R_REJECT;
+    if (n->re) return step_re(f, sym);
     if (f->a == 1 && n->format) {
         int len = (int)strlen(n->format);
         if (f->d == len) return sym == '"' ? R_DONE : R_REJECT;
@@ -380,6 +411,10 @@ static int step_frame(k3_gstate *st, k3_gframe *f, int sym) {
     case K3_G_STRING:
         return step_string(f, sym);
     case K3_G_NUMBER:
+        if (n->ranged) {
+            int r = k3_gnum_step(f, sym);
+            return r == K3_GNUM_ACCEPT ? R_ACCEPT : r == K3_GNUM_PASS ? R_PASS : R_REJECT;
+        }
         return step_number(f, sym);
     case K3_G_ENUM:
         if (f->a == 0 && r_hi(f) == 0) r_set(f, 0, n->n_kids);
@@ -452,9 +487,18 @@ int k3_gstate_step(k3_gstate *st, int sym) {
     return 0;
 }
 
+static long long rem_frame_raw(const k3_gframe *f);
+
+/* Each node's minlen saturates at BIG; sums and products of them are taken
+ * in 64 bits and saturate here too. */
 static int rem_frame(const k3_gframe *f) {
+    long long r = rem_frame_raw(f);
+    return r > BIG ? BIG : (int)r;
+}
+
+static long long rem_frame_raw(const k3_gframe *f) {
     const k3_gnode *n = f->node;
-    int r = 0;
+    long long r = 0;
     switch (n->kind) {
     case K3_G_LIT:
         return n->lit.len - f->a;
@@ -468,19 +512,20 @@ static int rem_frame(const k3_gframe *f) {
         if (f->a == 0 && hi == 0) return n->minlen;
         r = BIG;
         for (int i = lo; i < hi; i++) {
-            int m = n->lits[i].len - f->a +
-                    (n->kind == K3_G_KEYED && n->kids[i] ? n->kids[i]->minlen : 0);
+            long long m = n->lits[i].len - f->a +
+                          (n->kind == K3_G_KEYED && n->kids[i] ? n->kids[i]->minlen : 0);
             if (m < r) r = m;
         }
         return r;
     }
     case K3_G_REPEAT: {
         int left = n->min - f->a - (f->b ? 1 : 0);
-        return left > 0 ? left * n->item->minlen : 0;
+        return left > 0 ? (long long)left * n->item->minlen : 0;
     }
     case K3_G_TEXT:
         return 0;
     case K3_G_STRING:
+        if (n->re) return rem_re(f);
         if (f->a == 0) return n->minlen;
         if (n->format) return (int)strlen(n->format) - f->d + 1;
         {
@@ -493,6 +538,7 @@ static int rem_frame(const k3_gframe *f) {
             return r;
         }
     case K3_G_NUMBER:
+        if (n->ranged) return k3_gnum_rem(f);
         return f->a == 2 || f->a == 3 || f->a == 5 || f->a == 8 ? 0 : 1;
     case K3_G_OBJECT:
         switch (f->a) {
@@ -500,19 +546,20 @@ static int rem_frame(const k3_gframe *f) {
             return n->minlen;
         case 1:
             if (f->c) return n->req_after[f->b] - (n->n_req[f->b] > 0);
-            return n->n_req[f->b] > 0 ? n->req_after[f->b] - 1 : n->opt_min[f->b] + 1;
+            return n->n_req[f->b] > 0 ? n->req_after[f->b] - 1 : (long long)n->opt_min[f->b] + 1;
         case 2:
             r = BIG;
             for (int j = 0; j < n->n_kids; j++) {
                 if (!((f->mask >> j) & 1)) continue;
-                int m = n->lits[j].len - f->d + 1 + n->kids[j]->minlen + n->req_after[j + 1];
+                long long m =
+                    (long long)n->lits[j].len - f->d + 1 + n->kids[j]->minlen + n->req_after[j + 1];
                 if (m < r) r = m;
             }
             return r;
         case 3:
-            return 1 + n->kids[f->c]->minlen + n->req_after[f->c + 1];
+            return 1 + (long long)n->kids[f->c]->minlen + n->req_after[f->c + 1];
         case 4:
-            return n->kids[f->c]->minlen + n->req_after[f->c + 1];
+            return (long long)n->kids[f->c]->minlen + n->req_after[f->c + 1];
         default:
             return n->req_after[f->c + 1];
         }
@@ -530,7 +577,7 @@ static int rem_frame(const k3_gframe *f) {
             return 1;
         }
     case K3_G_ARRAY: {
-        int ml = n->item->minlen;
+        long long ml = n->item->minlen;
         if (f->a == 0) return n->minlen;
         if (f->a == 1 && f->c) return 1 + n->min * ml + (n->min > 0 ? n->min - 1 : 0);
         if (f->a == 1) {
@@ -559,7 +606,7 @@ int k3_gstate_free_bytes(const k3_gstate *st, int *ascii_only) {
     const k3_gframe *f = &st->f[st->depth - 1];
     const k3_gnode *n = f->node;
     if (n->kind == K3_G_TEXT) return *ascii_only = 0, 1;
-    if (n->kind == K3_G_STRING && f->a == 1 && !n->format && n->max < 0 && f->c == 0 &&
+    if (n->kind == K3_G_STRING && f->a == 1 && !n->format && !n->re && n->max < 0 && f->c == 0 &&
         f->b >= n->min)
         return *ascii_only = 1, 1;
     return 0;

@@ -1,21 +1,39 @@
 /* jsonschema.c — JSON Schema compiler for constrained decoding (jsonschema.h). */
 #include "text/jsonschema.h"
 
+#include <limits.h>
+#include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/err.h"
 #include "base/mem.h"
+#include "text/regex.h"
 
 #define MAX_REFS 32   /* nesting of $ref being expanded */
 #define MAX_NEST 64   /* schema nesting */
 #define MAX_ENUM 4096 /* enum values */
+/* schema objects compiled per request (each is visited once: $ref targets
+ * are memoized), a backstop beside the grammar's own node budget */
+#define MAX_VISITS (4 * K3_G_MAX_NODES)
+
+/* $ref targets already compiled, by address: a $ref'd definition is built
+ * once and shared by every use (open addressing, power-of-two capacity). */
+typedef struct {
+    const json_t **keys;
+    k3_gnode **vals;
+    size_t n, cap;
+} memo;
 
 typedef struct {
     k3_gram *g;
     const json_t *root;
+    memo done;
+    long visits;
+    int too_complex;            /* the refusal is a size limit, not a keyword */
     const char *refs[MAX_REFS]; /* $refs being expanded (cycle check) */
     int n_refs;
     char *err;
@@ -34,15 +52,79 @@ static k3_gnode *fail(ctx *c, const char *fmt, ...) {
     return NULL;
 }
 
+static size_t memo_slot(const memo *m, const json_t *key) {
+    size_t h = ((uintptr_t)key >> 4) * 0x9E3779B97F4A7C15ull;
+    size_t i = h & (m->cap - 1);
+    while (m->keys[i] && m->keys[i] != key) i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+static k3_gnode *memo_get(const memo *m, const json_t *key) {
+    return m->cap ? m->vals[memo_slot(m, key)] : NULL;
+}
+
+static void memo_put(memo *m, const json_t *key, k3_gnode *val) {
+    if (2 * (m->n + 1) > m->cap) {
+        memo old = *m;
+        m->cap = old.cap ? old.cap * 2 : 64;
+        m->keys = k3_xcalloc(m->cap, sizeof *m->keys);
+        m->vals = k3_xcalloc(m->cap, sizeof *m->vals);
+        m->n = 0;
+        for (size_t i = 0; i < old.cap; i++)
+            if (old.keys[i]) memo_put(m, old.keys[i], old.vals[i]);
+        free(old.keys);
+        free(old.vals);
+    }
+    size_t i = memo_slot(m, key);
+    if (!m->keys[i]) m->n++;
+    m->keys[i] = key;
+    m->vals[i] = val;
+}
+
+/* Refuse once the grammar or the work passes its budget: the message names
+ * the limit, and the caller answers "too complex" rather than "unsupported". */
+static int over_budget(ctx *c) {
+    const char *what = k3_gram_over(c->g);
+    if (!what && ++c->visits <= MAX_VISITS) return 0;
+    c->too_complex = 1;
+    if (what && !strcmp(what, "grammar nodes"))
+        fail(c, "the schema compiles to more than %d grammar nodes (the limit)", K3_G_MAX_NODES);
+    else if (what)
+        fail(c, "the schema compiles to more than %u MiB of grammar (the limit)",
+             K3_G_MAX_BYTES >> 20);
+    else
+        fail(c, "the schema has more than %d subschemas to compile", MAX_VISITS);
+    return 1;
+}
+
 static const char *const IGNORED[] = {
     "title",      "description", "default",   "examples", "$schema", "$id",         "$comment",
     "deprecated", "readOnly",    "writeOnly", "strict",   "$defs",   "definitions", "name"};
 
-static const char *const HANDLED[] = {
-    "type",       "enum",     "const",    "properties", "required",  "additionalProperties",
-    "items",      "minItems", "maxItems", "minLength",  "maxLength", "format",
-    "anyOf",      "oneOf",    "allOf",    "$ref",       "nullable",  "minimum",
-    "uniqueItems"};
+static const char *const HANDLED[] = {"type",
+                                      "enum",
+                                      "const",
+                                      "properties",
+                                      "required",
+                                      "additionalProperties",
+                                      "items",
+                                      "minItems",
+                                      "maxItems",
+                                      "minLength",
+                                      "maxLength",
+                                      "format",
+                                      "pattern",
+                                      "anyOf",
+                                      "oneOf",
+                                      "allOf",
+                                      "$ref",
+                                      "nullable",
+                                      "minimum",
+                                      "maximum",
+                                      "exclusiveMinimum",
+                                      "exclusiveMaximum",
+                                      "multipleOf",
+                                      "uniqueItems"};
 
 static int in_list(const char *k, const char *const *list, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -145,38 +227,168 @@ done:
     return out;
 }
 
+/* A numeric keyword's value (0 absent, 1 read, -1 + message: not a number). */
+static int num_kw(ctx *c, const json_t *s, const char *key, long double *v, int *is_int,
+                  long long *iv) {
+    json_t *j = json_object_get(s, key);
+    if (!j) return 0;
+    if (!json_is_number(j)) return fail(c, "'%s' must be a number", key), -1;
+    *is_int = json_is_integer(j);
+    *iv = *is_int ? json_integer_value(j) : 0;
+    *v = *is_int ? (long double)*iv : (long double)json_real_value(j);
+    return 1;
+}
+
+/* Raise lo / lower hi to bound v (already scaled). 1 when it leaves
+ * nothing inside [-lim, lim]. */
+static int tighten(long long *lo, long long *hi, long double v, int upper, int excl,
+                   long long lim) {
+    long double x;
+    if (!upper)
+        x = excl ? floorl(v) + 1 : ceill(v);
+    else
+        x = excl ? ceill(v) - 1 : floorl(v);
+    if ((!upper && x > (long double)lim) || (upper && x < -(long double)lim)) return 1;
+    if (x < -(long double)lim || x > (long double)lim) return 0; /* no tighter than the grid */
+    long long b = (long long)x;
+    if (!upper && b > *lo) *lo = b;
+    if (upper && b < *hi) *hi = b;
+    return 0;
+}
+
+/* integer / number with minimum, maximum, exclusiveMinimum/Maximum (as
+ * numbers, or draft-4 booleans) and multipleOf; exact for integers, for
+ * numbers on the K3_G_FRAC-digit grid (grammar.h). */
+static k3_gnode *compile_number(ctx *c, const json_t *s, int integer) {
+    static const char *const kw[] = {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum",
+                                     "multipleOf"};
+    long double v[5];
+    int is_int[5], has[5], any = 0;
+    long long iv[5];
+    for (int i = 0; i < 5; i++) {
+        json_t *j = json_object_get(s, kw[i]);
+        has[i] = 0;
+        if ((i == 1 || i == 3) && json_is_boolean(j)) continue; /* draft 4 */
+        if ((has[i] = num_kw(c, s, kw[i], &v[i], &is_int[i], &iv[i])) < 0) return NULL;
+        any |= has[i];
+    }
+    if (!any) return k3_g_number(c->g, integer);
+    int excl_min = json_is_true(json_object_get(s, "exclusiveMinimum"));
+    int excl_max = json_is_true(json_object_get(s, "exclusiveMaximum"));
+    long double scale = integer ? 1 : 1e6L; /* 10^K3_G_FRAC */
+    long long lim = integer ? LLONG_MAX : 999999999999999999LL;
+    k3_numrange r = {-lim, lim, 0};
+    int empty = 0;
+    for (int i = 0; i < 4; i++) {
+        if (!has[i]) continue;
+        int upper = i >= 2, excl = i == 1 || i == 3 || (i == 0 && excl_min) || (i == 2 && excl_max);
+        if (integer && is_int[i]) { /* exact, whatever the size */
+            long long b = iv[i];
+            if (excl && !upper) b = b == LLONG_MAX ? b : b + 1;
+            if (excl && upper) b = b == LLONG_MIN ? b : b - 1;
+            if (!upper && b > r.lo) r.lo = b;
+            if (upper && b < r.hi) r.hi = b;
+        } else {
+            empty |= tighten(&r.lo, &r.hi, v[i] * scale, upper, excl, lim);
+        }
+    }
+    if (has[4]) {
+        long double m = v[4];
+        if (!(m >= 1 && m == floorl(m) && m * scale < 1.8e19L))
+            return fail(c, "'multipleOf' must be a positive integer (below 2^63)");
+        r.mult = (unsigned long long)(m * scale);
+    }
+    k3_gnode *n = empty || r.lo > r.hi ? NULL : k3_g_number_range(c->g, integer, &r);
+    if (!n)
+        return fail(c, "'minimum'/'maximum'/'multipleOf' leave no %s to write",
+                    integer ? "integer" : "number (at most 12 integer and 6 fraction digits)");
+    return n;
+}
+
+/* What each supported format writes: regular subsets of what the format
+ * allows (and of what zod's patterns for it accept), so every output
+ * validates. */
+static const char *format_regex(const char *f) {
+    static const char *const map[][2] = {
+        {"date", "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])$"},
+        {"time", "^([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]Z$"},
+        {"date-time",
+         "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5]"
+         "[0-9]Z$"},
+        {"uuid", "^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"},
+        {"email", "^[a-z0-9]{1,16}([._+-][a-z0-9]{1,16}){0,2}@[a-z0-9]{1,16}(-[a-z0-9]{1,16})?\\."
+                  "[a-z]{2,6}$"},
+        {"hostname",
+         "^[a-z0-9]{1,20}(-[a-z0-9]{1,20})?(\\.[a-z0-9]{1,20}(-[a-z0-9]{1,20})?){0,3}$"},
+        {"ipv4", "^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]"
+                 "[0-9]|[1-9]?[0-9])$"},
+        {"ipv6", "^[0-9a-f]{1,4}(:[0-9a-f]{1,4}){7}$"},
+        {"uri",
+         "^https://[a-z0-9]{1,20}(\\.[a-z0-9]{1,20}){0,2}\\.[a-z]{2,6}(/[a-z0-9._~-]{1,20}){0,4}$"},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+        if (!strcmp(f, map[i][0])) return map[i][1];
+    return NULL;
+}
+
+/* A DFA for one regex, or NULL + message (too_complex when a bound). */
+static k3_redfa *regex_dfa(ctx *c, const char *rx, const char *kw) {
+    char msg[256];
+    int big = 0;
+    k3_redfa *d = k3_re_compile(c->g, rx, msg, sizeof msg, &big);
+    if (!d) c->too_complex |= big, fail(c, "'%s': %s", kw, msg);
+    return d;
+}
+
+/* Strings: minLength/maxLength (code points), or a format and/or a pattern
+ * (a DFA over printable ASCII; both: their intersection). */
+static k3_gnode *compile_string(ctx *c, const json_t *s) {
+    int mn, mx;
+    if (get_count(c, s, "minLength", 0, &mn) || get_count(c, s, "maxLength", -1, &mx)) return NULL;
+    if (mx >= 0 && mx < mn) return fail(c, "'maxLength' is below 'minLength'");
+    json_t *f = json_object_get(s, "format"), *pat = json_object_get(s, "pattern");
+    if (f && !json_is_string(f)) return fail(c, "'format' must be a string");
+    if (pat && !json_is_string(pat)) return fail(c, "'pattern' must be a string");
+    const char *frx = f ? format_regex(json_string_value(f)) : NULL;
+    if (f && !frx)
+        return fail(c,
+                    "string format '%.60s' is not supported (supported: date, time, date-time, "
+                    "uuid, email, uri, hostname, ipv4, ipv6)",
+                    json_string_value(f));
+    if (!frx && !pat) return k3_g_string(c->g, mn, mx, NULL);
+    k3_redfa *d = frx ? regex_dfa(c, frx, "format") : NULL;
+    if (frx && !d) return NULL;
+    if (pat) {
+        k3_redfa *p = regex_dfa(c, json_string_value(pat), "pattern");
+        if (!p) return NULL;
+        if (d) {
+            char msg[256];
+            int big = 0;
+            p = k3_re_intersect(c->g, d, p, msg, sizeof msg, &big);
+            if (!p) return c->too_complex |= big, fail(c, "'format' and 'pattern': %s", msg);
+        }
+        d = p;
+    }
+    /* lengths: enforced when the automaton's strings already fit them */
+    int lo, hi;
+    k3_re_lengths(d, &lo, &hi);
+    if (lo < mn || (mx >= 0 && (hi < 0 || hi > mx)))
+        return fail(c,
+                    "'minLength'/'maxLength' that narrow a 'format' or 'pattern' are not "
+                    "supported (its strings are %d to %d characters)",
+                    lo, hi);
+    return k3_g_string_re(c->g, d);
+}
+
 static k3_gnode *compile_type(ctx *c, const json_t *s, const char *t, int depth) {
     if (!strcmp(t, "null")) return k3_g_lit_str(c->g, "null");
     if (!strcmp(t, "boolean")) {
         static const char *const tf[] = {"true", "false"};
         return k3_g_enum(c->g, tf, 2);
     }
-    if (!strcmp(t, "integer") || !strcmp(t, "number")) {
-        json_t *mn = json_object_get(s, "minimum");
-        if (mn && !(json_is_number(mn) && json_number_value(mn) == 0))
-            return fail(c, "'minimum' other than 0 is not supported");
-        k3_gnode *num = k3_g_number(c->g, !strcmp(t, "integer"));
-        if (mn) num->first[0] &= ~(1ull << '-'), num->integer |= 2; /* no minus sign */
-        return num;
-    }
-    if (!strcmp(t, "string")) {
-        int mn, mx;
-        if (get_count(c, s, "minLength", 0, &mn) || get_count(c, s, "maxLength", -1, &mx))
-            return NULL;
-        if (mx >= 0 && mx < mn) return fail(c, "'maxLength' is below 'minLength'");
-        json_t *f = json_object_get(s, "format");
-        const char *tmpl = NULL;
-        if (f) {
-            if (!json_is_string(f)) return fail(c, "'format' must be a string");
-            tmpl = k3_g_format_template(json_string_value(f));
-            if (!tmpl)
-                return fail(c,
-                            "string format '%.60s' is not supported (supported: date, time, "
-                            "date-time, uuid)",
-                            json_string_value(f));
-        }
-        return k3_g_string(c->g, mn, mx, tmpl);
-    }
+    if (!strcmp(t, "integer") || !strcmp(t, "number"))
+        return compile_number(c, s, !strcmp(t, "integer"));
+    if (!strcmp(t, "string")) return compile_string(c, s);
     if (!strcmp(t, "array")) {
         int mn, mx;
         if (get_count(c, s, "minItems", 0, &mn) || get_count(c, s, "maxItems", -1, &mx))
@@ -203,7 +415,7 @@ static const char *implied_type(const json_t *s) {
         json_object_get(s, "maxItems"))
         return "array";
     if (json_object_get(s, "minLength") || json_object_get(s, "maxLength") ||
-        json_object_get(s, "format"))
+        json_object_get(s, "format") || json_object_get(s, "pattern"))
         return "string";
     return NULL;
 }
@@ -238,15 +450,19 @@ static k3_gnode *compile_ref(ctx *c, const char *ref, int depth) {
     for (int i = 0; i < c->n_refs; i++)
         if (!strcmp(c->refs[i], ref))
             return fail(c, "recursive '$ref' '%.80s' is not supported", ref);
+    k3_gnode *r = memo_get(&c->done, target);
+    if (r) return r; /* built once, shared by every use */
     if (c->n_refs == MAX_REFS) return fail(c, "'$ref' nesting is too deep");
     c->refs[c->n_refs++] = ref;
-    k3_gnode *r = sub(c, target, depth, "->%.60s", name);
+    r = sub(c, target, depth, "->%.60s", name);
     c->n_refs--;
+    if (r) memo_put(&c->done, target, r);
     return r;
 }
 
 static k3_gnode *compile(ctx *c, const json_t *s, int depth) {
     if (depth > MAX_NEST) return fail(c, "the schema is nested too deeply");
+    if (over_budget(c)) return NULL;
     if (json_is_true(s)) return k3_g_any(c->g);
     if (json_is_false(s)) return fail(c, "the schema 'false' matches nothing");
     if (!json_is_object(s)) return fail(c, "a schema must be an object or a boolean");
@@ -293,6 +509,9 @@ static k3_gnode *compile(ctx *c, const json_t *s, int depth) {
         for (size_t i = 0; i < n; i++) {
             json_t *t = json_array_get(type, i);
             if (!json_is_string(t)) return fail(c, "'type' must hold strings");
+            for (size_t j = 0; j < i; j++) /* before compiling: each type once */
+                if (json_equal(t, json_array_get(type, j)))
+                    return fail(c, "'type' lists '%.20s' twice", json_string_value(t));
             alts[i] = compile_type(c, s, json_string_value(t), depth);
             if (!alts[i]) return NULL;
         }
@@ -303,8 +522,11 @@ static k3_gnode *compile(ctx *c, const json_t *s, int depth) {
     } else if (implied_type(s)) {
         r = compile_type(c, s, implied_type(s), depth);
     } else {
-        if (json_object_get(s, "minimum"))
-            return fail(c, "'minimum' without 'type' is not supported");
+        static const char *const num[] = {"minimum", "maximum", "exclusiveMinimum",
+                                          "exclusiveMaximum", "multipleOf"};
+        for (int i = 0; i < 5; i++)
+            if (json_object_get(s, num[i]))
+                return fail(c, "'%s' without 'type' is not supported", num[i]);
         r = k3_g_any(c->g);
     }
     if (r && json_is_true(json_object_get(s, "nullable"))) {
@@ -316,8 +538,21 @@ static k3_gnode *compile(ctx *c, const json_t *s, int depth) {
     return r;
 }
 
-k3_gnode *k3_schema_compile(k3_gram *g, const json_t *schema, char *err, size_t cap) {
+k3_gnode *k3_schema_compile(k3_gram *g, const json_t *schema, char *err, size_t cap,
+                            int *too_complex) {
     ctx c = {.g = g, .root = schema, .err = err, .cap = cap};
     err[0] = 0;
-    return compile(&c, schema, 0);
+    k3_gnode *r = compile(&c, schema, 0);
+    if (r && k3_gram_over(g)) r = NULL, over_budget(&c);
+    if (r && r->minlen > K3_SCHEMA_MAX_MINLEN) {
+        /* shared definitions can describe a document no context could hold */
+        fail(&c, "the smallest JSON valid under the schema has more than %d characters (the limit)",
+             K3_SCHEMA_MAX_MINLEN);
+        c.too_complex = 1;
+        r = NULL;
+    }
+    free(c.done.keys);
+    free(c.done.vals);
+    if (too_complex) *too_complex = !r && c.too_complex;
+    return r;
 }

@@ -9,7 +9,7 @@ if ! bash tests/npm/setup.sh >/dev/null 2>&1 || [ ! -d tests/npm/node_modules/aj
     exit 1
 fi
 serve_start || { echo "FAIL serve_structured_start"; exit 1; }
-node tests/serve/structured.mjs "$SERVE_URL"
+node tests/serve/structured.mjs "$SERVE_URL" "$SERVE_PID"
 rc=$?
 serve_stop || { echo "FAIL serve_structured_clean_exit"; exit 1; }
 exit $rc
