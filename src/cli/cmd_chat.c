@@ -73,6 +73,9 @@ static void report(const chat *c, const k3_gen_stats *st, int64_t before) {
             c->turn, (long long)st->gen_tokens,
             st->prompt_s > 0 ? (double)st->prompt_tokens / st->prompt_s : 0.0,
             st->gen_s > 0 ? (double)st->gen_tokens / st->gen_s : 0.0);
+    if (st->spec_drafted)
+        fprintf(stderr, "[k3] turn %d: speculative: %lld drafted, %lld accepted\n", c->turn,
+                (long long)st->spec_drafted, (long long)st->spec_accepted);
 }
 
 /* One user turn: prefill the new tokens, stream the answer, remember how to
@@ -110,7 +113,8 @@ static int answer(chat *c, const char *user) {
                         .max_tokens = c->o->max_tokens,
                         .stops = c->o->stops,
                         .n_stops = c->o->n_stops,
-                        .cancel = &interrupted};
+                        .cancel = &interrupted,
+                        .spec_max = k3_gen_opts_spec(c->o)};
     if (ctx && gp.max_tokens > ctx - before - (int64_t)ids.n)
         gp.max_tokens = (int)(ctx - before - (int64_t)ids.n);
     gp.sp.seed += (uint64_t)c->turn - 1; /* a fresh but reproducible stream per turn */
