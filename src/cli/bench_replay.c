@@ -131,6 +131,11 @@ static double tps(const k3_replay_pass *r) {
     return r->s > 0 ? (double)r->tokens / r->s : 0;
 }
 
+/* Tokens per second of process CPU time. */
+static double cpu_tps(const k3_replay_pass *r) {
+    return r->cpu_s > 0 ? (double)r->tokens / r->cpu_s : 0;
+}
+
 /* Mean verify step over mean plain-pass step. */
 static double verify_cost(const k3_replay_pass *plain, const k3_replay_pass *spec) {
     if (!spec->verify_steps || !plain->steps) return 0;
@@ -141,18 +146,29 @@ static void add(k3_replay_pass *t, const k3_replay_pass *r) {
     t->s += r->s, t->tokens += r->tokens, t->steps += r->steps;
     t->verify_steps += r->verify_steps, t->drafted += r->drafted, t->accepted += r->accepted;
     t->verify_s += r->verify_s, t->plain_s += r->plain_s;
+    t->cpu_s += r->cpu_s, t->verify_cpu_s += r->verify_cpu_s;
+}
+
+/* The verify cost by CPU time. */
+static double verify_cost_cpu(const k3_replay_pass *plain, const k3_replay_pass *spec) {
+    if (!spec->verify_steps || !plain->steps || plain->cpu_s <= 0) return 0;
+    return (spec->verify_cpu_s / (double)spec->verify_steps) /
+           (plain->cpu_s / (double)plain->steps);
 }
 
 static void print_row(const char *name, const k3_replay_pass *p, const k3_replay_pass *s) {
-    printf("%-8s %7lld %9.2f %9.2f %7.2fx %9.2f %9.2f %8.2f\n", name, (long long)p->tokens, tps(p),
-           tps(s), tps(p) > 0 ? tps(s) / tps(p) : 0, s->steps ? (double)s->tokens / s->steps : 0,
-           s->verify_steps ? (double)s->accepted / s->verify_steps : 0, verify_cost(p, s));
+    printf("%-8s %7lld %9.2f %9.2f %7.2fx %9.2f %9.2f %8.2f   %7.2fx %8.2f\n", name,
+           (long long)p->tokens, tps(p), tps(s), tps(p) > 0 ? tps(s) / tps(p) : 0,
+           s->steps ? (double)s->tokens / s->steps : 0,
+           s->verify_steps ? (double)s->accepted / s->verify_steps : 0, verify_cost(p, s),
+           cpu_tps(p) > 0 ? cpu_tps(s) / cpu_tps(p) : 0, verify_cost_cpu(p, s));
 }
 
 static int run_replay(const replay_args *a, k3_model *m, replay_line *L, int n) {
     k3_replay_pass tp = {0}, ts = {0};
     if (!a->json)
-        printf("line      tokens  plain t/s  spec t/s  speedup  tok/step  acc/verify  verify\n");
+        printf("line      tokens  plain t/s  spec t/s  speedup  tok/step  acc/verify  verify   "
+               "by CPU time: speedup verify\n");
     for (int i = 0; i < n; i++) {
         k3_replay_pass p, s;
         if (k3_replay_pass_run(m, L[i].p, L[i].np, L[i].a, L[i].na, 0, &p) ||
@@ -172,12 +188,14 @@ static int run_replay(const replay_args *a, k3_model *m, replay_line *L, int n) 
     printf("{\"model\":\"%s\",\"replay\":\"%s\",\"threads\":%d,\"spec_max\":%ld,\"tokens\":%lld,"
            "\"replay_plain_tps\":%.3f,\"replay_spec_tps\":%.3f,\"speedup\":%.4f,"
            "\"accepted_per_step\":%.4f,\"tokens_per_step\":%.4f,\"drafted\":%lld,"
-           "\"accepted\":%lld,\"verify_steps\":%lld,\"verify_cost\":%.4f}\n",
+           "\"accepted\":%lld,\"verify_steps\":%lld,\"verify_cost\":%.4f,"
+           "\"replay_plain_cpu_tps\":%.3f,\"replay_spec_cpu_tps\":%.3f,\"verify_cost_cpu\":%.4f}\n",
            a->model, a->file, omp_get_max_threads(), a->spec_max, (long long)tp.tokens, tps(&tp),
            tps(&ts), tps(&tp) > 0 ? tps(&ts) / tps(&tp) : 0,
            ts.verify_steps ? (double)ts.accepted / ts.verify_steps : 0,
            ts.steps ? (double)ts.tokens / ts.steps : 0, (long long)ts.drafted,
-           (long long)ts.accepted, (long long)ts.verify_steps, verify_cost(&tp, &ts));
+           (long long)ts.accepted, (long long)ts.verify_steps, verify_cost(&tp, &ts), cpu_tps(&tp),
+           cpu_tps(&ts), verify_cost_cpu(&tp, &ts));
     return 0;
 }
 
@@ -187,18 +205,19 @@ static int run_cost(const replay_args *a, k3_model *m, replay_line *L) {
     for (int i = 0; i < 64; i++) ids[i] = (int32_t)((i * 977 + 13) % k3_model_vocab(m));
     const int32_t *p = L ? L[0].p : ids;
     size_t np = L ? L[0].np : 64;
-    double cost[17];
-    if (k3_replay_verify_cost(m, p, np, (int)a->verify_k, (int)a->rounds, cost)) return -1;
+    double cost[17], cpu[17];
+    if (k3_replay_verify_cost(m, p, np, (int)a->verify_k, (int)a->rounds, cost, cpu)) return -1;
     double b1 = k3_replay_step_bytes(m, 1);
-    if (!a->json) printf("k   verify/plain  expert-union bytes/plain (uniform routing)\n");
+    if (!a->json)
+        printf("k   verify/plain (wall)  (CPU)  expert-union bytes/plain (uniform routing)\n");
     for (int k = 1; k <= a->verify_k; k++) {
         double b = k3_replay_step_bytes(m, k + 1) / b1;
         if (a->json)
             printf("{\"model\":\"%s\",\"threads\":%d,\"k\":%d,\"verify_cost\":%.4f,"
-                   "\"bytes_ratio\":%.4f,\"plain_bytes\":%.0f}\n",
-                   a->model, omp_get_max_threads(), k, cost[k], b, b1);
+                   "\"verify_cost_cpu\":%.4f,\"bytes_ratio\":%.4f,\"plain_bytes\":%.0f}\n",
+                   a->model, omp_get_max_threads(), k, cost[k], cpu[k], b, b1);
         else
-            printf("%-3d %12.3f %12.3f\n", k, cost[k], b);
+            printf("%-3d %12.3f %12.3f %12.3f\n", k, cost[k], cpu[k], b);
     }
     if (!a->json)
         printf("(one plain step reads %.1f MiB; median of %ld interleaved rounds)\n",

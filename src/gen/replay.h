@@ -19,7 +19,9 @@ typedef struct k3_replay_pass {
     int64_t tokens;              /* tokens decoded in that time */
     int64_t steps, verify_steps; /* forward steps, those with drafts */
     int64_t drafted, accepted;
-    double verify_s, plain_s; /* time in verify steps, in plain steps */
+    double verify_s, plain_s;   /* time in verify steps, in plain steps */
+    double cpu_s, verify_cpu_s; /* process CPU time of the decode and of its verify steps: the
+                                   work, less sensitive than wall time to a loaded machine */
 } k3_replay_pass;
 
 /* One pass over prompt[0..np) and answer[0..na) (na >= 2) with at most
@@ -29,9 +31,10 @@ int k3_replay_pass_run(k3_model *m, const int32_t *prompt, size_t np, const int3
 
 /* Verify cost: after prefilling prompt, the median time of a verify pass of
  * 1 + k rows (k = 1..kmax, keeping one row) over that of a plain step,
- * rounds interleaved; cost[k] for k = 0..kmax (cost[0] = 1). */
+ * rounds interleaved; cost[k] for k = 0..kmax (cost[0] = 1), by wall time and
+ * (cpu) by process CPU time. */
 int k3_replay_verify_cost(k3_model *m, const int32_t *prompt, size_t np, int kmax, int rounds,
-                          double *cost);
+                          double *cost, double *cpu);
 
 /* Bytes of weights a step of t tokens reads when each token picks top_k of
  * the routed experts uniformly and independently (the expected union), and
