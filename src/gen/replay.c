@@ -121,16 +121,25 @@ int k3_replay_verify_cost(k3_model *m, const int32_t *prompt, size_t np, int kma
     return rc ? -1 : 0;
 }
 
-double k3_replay_step_bytes(const k3_model *m, int t) {
-    const k3_config *c = m->c;
-    double expert = 0;
+/* Bytes of one routed expert of every MoE layer, summed. */
+static double expert_bytes(const k3_model *m) {
+    double b = 0;
     for (int i = m->layer0; i < m->layer1; i++) {
         const k3_layer *l = &m->L[i];
         if (l->is_moe)
-            expert += (double)(k3_wmat_bytes(&l->moe.eg[0]) + k3_wmat_bytes(&l->moe.eu[0]) +
-                               k3_wmat_bytes(&l->moe.ed[0]));
+            b += (double)(k3_wmat_bytes(&l->moe.eg[0]) + k3_wmat_bytes(&l->moe.eu[0]) +
+                          k3_wmat_bytes(&l->moe.ed[0]));
     }
-    double E = c->num_experts, k = c->num_experts_per_token;
+    return b;
+}
+
+double k3_replay_routed_bytes(const k3_model *m) {
+    return expert_bytes(m) * m->c->num_experts_per_token;
+}
+
+double k3_replay_step_bytes(const k3_model *m, int t) {
+    const k3_config *c = m->c;
+    double E = c->num_experts, k = c->num_experts_per_token, expert = expert_bytes(m);
     double dense = (double)m->active_bytes - expert * k;
     double uni = E > 0 ? E * (1 - pow(1 - k / E, t)) : 0;
     return dense + expert * uni;

@@ -40,5 +40,7 @@ int k3_replay_verify_cost(k3_model *m, const int32_t *prompt, size_t np, int kma
  * the routed experts uniformly and independently (the expected union), and
  * those one token reads. */
 double k3_replay_step_bytes(const k3_model *m, int t);
+/* Of the bytes one token reads, those of its routed experts. */
+double k3_replay_routed_bytes(const k3_model *m);
 
 #endif
