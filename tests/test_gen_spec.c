@@ -90,11 +90,11 @@ TEST(misses_fall_back_to_plain_decoding_with_probes) {
             plain++;
         else {
             probes++;
-            CHECK(step < 2 || k == 1, "after misses a probe drafts one token, got %d", k);
+            CHECK(step < 1 || k == 1, "after a miss a probe drafts one token, got %d", k);
             k3_drafter_result(d, k, 0);
         }
     }
-    CHECK(probes < 30, "%d verify steps of 1000 while every draft misses", probes);
+    CHECK(probes < 25, "%d verify steps of 1000 while every draft misses", probes);
     CHECK(plain + probes == 1000);
     k3_drafter_free(d);
 }

@@ -11,7 +11,7 @@
 static const int NS[] = {6, 3, 2};
 #define N_NS ((int)(sizeof NS / sizeof NS[0]))
 
-/* Plain-decode tokens after a second miss in a row, doubling per missed
+/* Plain-decode tokens after a step that kept nothing, doubling per missed
  * probe up to BACKOFF_MAX. */
 #define BACKOFF_MAX 64
 
@@ -30,6 +30,7 @@ struct k3_drafter {
     int64_t len, cap_tok;
     table t[N_NS];
     int kmax, budget, misses, backoff, pause;
+    double rate; /* running share of drafted tokens kept (weight 1/4 on the latest step) */
     int64_t probes;
 };
 
@@ -92,7 +93,8 @@ k3_drafter *k3_drafter_new(int kmax) {
     k3_drafter *d = k3_xcalloc(1, sizeof *d);
     d->kmax = kmax < 1 ? 1 : kmax > K3_DRAFT_MAX ? K3_DRAFT_MAX : kmax;
     d->budget = d->kmax < 4 ? d->kmax : 4;
-    d->backoff = 1;
+    d->backoff = 2;
+    d->rate = 1;
     return d;
 }
 
@@ -140,17 +142,25 @@ int k3_drafter_propose(k3_drafter *d, int32_t *out) {
     return d->budget;
 }
 
+/* A verify step costs more than a plain one (at least a third more on the
+ * presets measured, bench/RESULTS.md), so drafts that are kept less than
+ * half the time lose: below that share the drafter pauses like after misses. */
+#define KEEP_RATE_MIN 0.5
+
 void k3_drafter_result(k3_drafter *d, int drafted, int accepted) {
     if (drafted <= 0) return;
-    if (accepted > 0) d->misses = 0, d->backoff = 1;
+    d->rate = 0.75 * d->rate + 0.25 * (double)accepted / drafted;
+    if (accepted > 0) d->misses = 0;
     if (accepted == drafted) {
+        d->backoff = 2;
         d->budget = 2 * d->budget < d->kmax ? 2 * d->budget : d->kmax;
         return;
     }
     d->budget = accepted + 1 < d->kmax ? accepted + 1 : d->kmax;
-    if (accepted || ++d->misses < 2) return;
+    if (accepted ? d->rate >= KEEP_RATE_MIN : ++d->misses < 1) return;
     d->pause = d->backoff; /* missing: decode plainly, then probe with one draft */
     d->backoff = 2 * d->backoff < BACKOFF_MAX ? 2 * d->backoff : BACKOFF_MAX;
+    d->rate = KEEP_RATE_MIN; /* the probe after the pause starts from the threshold */
 }
 
 k3_drafter_counts k3_drafter_count(const k3_drafter *d) {

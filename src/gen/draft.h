@@ -12,8 +12,9 @@
  * linear in the tokens appended.
  *
  * The number of drafts adapts per sequence: it grows while drafts are
- * accepted and falls to 0 (plain decoding) after misses, with a probe of one
- * draft after a backoff that doubles while probes keep missing. */
+ * accepted and falls to 0 (plain decoding) after a step that kept nothing or
+ * while less than half the drafts are kept, with a probe of one draft after
+ * a backoff that doubles while probes keep missing. */
 #ifndef K3_GEN_DRAFT_H
 #define K3_GEN_DRAFT_H
 
