@@ -147,6 +147,7 @@ static void add(k3_replay_pass *t, const k3_replay_pass *r) {
     t->verify_steps += r->verify_steps, t->drafted += r->drafted, t->accepted += r->accepted;
     t->verify_s += r->verify_s, t->plain_s += r->plain_s;
     t->cpu_s += r->cpu_s, t->verify_cpu_s += r->verify_cpu_s;
+    for (int k = 0; k < 17; k++) t->by_k[k] += r->by_k[k];
 }
 
 /* The verify cost by CPU time. */
@@ -181,6 +182,11 @@ static int run_replay(const replay_args *a, k3_model *m, replay_line *L, int n) 
     }
     if (!a->json) {
         print_row("total", &tp, &ts);
+        printf("verify steps by drafts:");
+        for (int k = 1; k < 17; k++)
+            if (ts.by_k[k]) printf(" %d:%lld", k, (long long)ts.by_k[k]);
+        printf("; plain steps in the speculative pass: %lld\n",
+               (long long)(ts.steps - ts.verify_steps));
         printf("(spec-max %ld, %d threads; verify = a verify step's time over a plain step's)\n",
                a->spec_max, omp_get_max_threads());
         return 0;

@@ -8,7 +8,7 @@
 
 /* The n-gram lengths indexed, longest first: a long match predicts a copy
  * better; a short one still catches restated names and keys. */
-static const int NS[] = {6, 3, 2};
+static const int NS[] = {6, 4, 3};
 #define N_NS ((int)(sizeof NS / sizeof NS[0]))
 
 /* Plain-decode tokens after a step that kept nothing, doubling per missed

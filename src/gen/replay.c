@@ -68,6 +68,7 @@ int k3_replay_pass_run(k3_model *m, const int32_t *prompt, size_t np, const int3
     r->verify_steps = sp->verify_steps;
     r->drafted = sp->drafted;
     r->accepted = sp->accepted;
+    memcpy(r->by_k, sp->by_k, sizeof r->by_k);
     k3_spec_free(sp);
     k3_seq_free(s);
     return rc;

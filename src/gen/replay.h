@@ -19,6 +19,7 @@ typedef struct k3_replay_pass {
     int64_t tokens;              /* tokens decoded in that time */
     int64_t steps, verify_steps; /* forward steps, those with drafts */
     int64_t drafted, accepted;
+    int64_t by_k[17];           /* verify steps by their number of drafts (gen/spec.h) */
     double verify_s, plain_s;   /* time in verify steps, in plain steps */
     double cpu_s, verify_cpu_s; /* process CPU time of the decode and of its verify steps: the
                                    work, less sensitive than wall time to a loaded machine */

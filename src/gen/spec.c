@@ -53,6 +53,7 @@ int k3_spec_step(k3_spec *sp, k3_seq *s, int32_t id, k3_spec_choose_fn choose, k
     sp->row[0] = id;
     if (k3_forward_spec(s, sp->row, 1 + k, sp->logits)) return -1;
     sp->verify_steps++;
+    sp->by_k[k]++;
     sp->drafted += k;
     int j = 0; /* drafts kept */
     int32_t y = -1;

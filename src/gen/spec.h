@@ -36,8 +36,9 @@ typedef struct k3_spec {
     int kmax, V;
     float *logits; /* [(kmax + 1), V] */
     int32_t row[K3_DRAFT_MAX + 1];
-    int64_t steps, verify_steps; /* decode steps, those with drafts */
-    int64_t drafted, accepted;   /* draft tokens proposed, kept */
+    int64_t steps, verify_steps;    /* decode steps, those with drafts */
+    int64_t drafted, accepted;      /* draft tokens proposed, kept */
+    int64_t by_k[K3_DRAFT_MAX + 1]; /* verify steps by their number of drafts */
     int reject_at; /* test hook: >= 0 rejects the draft at this row whatever the choice */
 } k3_spec;
 
