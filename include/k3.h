@@ -111,6 +111,16 @@ typedef struct k3_batch_item {
 } k3_batch_item;
 int k3_forward_batch(k3_batch_item *items, int n);
 
+/* Speculative decoding: a verify pass feeds n tokens (the last token and up to
+ * 31 drafts) and writes logits for every row ([n, vocab]); then
+ * k3_seq_spec_commit(s, keep) keeps the first keep rows (0..n) and forgets
+ * the rest, leaving the sequence as if only those tokens had been fed (the
+ * kept rows' state is what the pass computed for them). No other call may
+ * feed s between the two. Not available on tensor/pipeline-parallel models.
+ * 0, or -1 with k3_errmsg() (a failed pass leaves the sequence as before). */
+int k3_forward_spec(k3_seq *s, const int32_t *tokens, int64_t n, float *logits);
+int k3_seq_spec_commit(k3_seq *s, int64_t keep);
+
 const char *k3_errmsg(void);
 
 #ifdef __cplusplus

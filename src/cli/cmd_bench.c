@@ -12,6 +12,7 @@
  *   k3 bench --bandwidth [--threads N]        streaming-read bandwidth only */
 #include "cli/cli.h"
 #include "cli/bench_batch.h"
+#include "cli/bench_replay.h"
 
 #include "k3.h"
 
@@ -55,6 +56,8 @@ static void bench_usage(FILE *f) {
                "                where the roofline bandwidth is measured (default auto: the\n"
                "                buffer up to 512 MiB per token, the weight files above)\n"
                "  --json        one JSON object on stdout instead of text\n"
+               "  --replay FILE.jsonl  speculative vs plain decoding on real text\n"
+               "                (see bench_replay.c: --spec-max K, -n N, --verify-cost K)\n"
                "  --act-int8    int8 activations in quantized decode (AVX-512 VNNI; lossy,\n"
                "                opt-in; also K3_ACT=int8)\n"
                "  --ram-budget SIZE  keep the dense weights and the most routed-to experts\n"
@@ -504,6 +507,7 @@ static int run_attention(const bench_args *a) {
 }
 
 int cmd_bench(int argc, char **argv) {
+    if (k3_bench_is_replay(argc, argv)) return k3_bench_replay(argc, argv);
     bench_args a;
     if (parse_args(argc, argv, &a) < 0) return 2;
     if (a.threads > 0) omp_set_num_threads(a.threads);

@@ -48,6 +48,7 @@ typedef struct {
     int first;       /* next turn starts the conversation */
     int turn;        /* turns answered since start / /clear */
     k3_ids pending;  /* closing ids of the last answer, fed with the next turn */
+    k3_ids history;  /* every id the cache holds: the drafter's context for the next turn */
     int interactive; /* stdin is a terminal */
 } chat;
 
@@ -59,6 +60,7 @@ static int on_text(void *ctx, int32_t id, const char *text, size_t len) {
 static void forget(chat *c) {
     k3_seq_reset(c->seq);
     c->pending.n = 0;
+    c->history.n = 0;
     c->first = 1;
     c->turn = 0;
 }
@@ -73,6 +75,9 @@ static void report(const chat *c, const k3_gen_stats *st, int64_t before) {
             c->turn, (long long)st->gen_tokens,
             st->prompt_s > 0 ? (double)st->prompt_tokens / st->prompt_s : 0.0,
             st->gen_s > 0 ? (double)st->gen_tokens / st->gen_s : 0.0);
+    if (st->spec_drafted)
+        fprintf(stderr, "[k3] turn %d: speculative: %lld drafted, %lld accepted\n", c->turn,
+                (long long)st->spec_drafted, (long long)st->spec_accepted);
 }
 
 /* One user turn: prefill the new tokens, stream the answer, remember how to
@@ -110,7 +115,10 @@ static int answer(chat *c, const char *user) {
                         .max_tokens = c->o->max_tokens,
                         .stops = c->o->stops,
                         .n_stops = c->o->n_stops,
-                        .cancel = &interrupted};
+                        .cancel = &interrupted,
+                        .spec_max = k3_gen_opts_spec(c->o),
+                        .draft_context = c->history.ids,
+                        .n_draft_context = c->history.n};
     if (ctx && gp.max_tokens > ctx - before - (int64_t)ids.n)
         gp.max_tokens = (int)(ctx - before - (int64_t)ids.n);
     gp.sp.seed += (uint64_t)c->turn - 1; /* a fresh but reproducible stream per turn */
@@ -134,7 +142,9 @@ static int answer(chat *c, const char *user) {
     if (!rc)
         rc = k3_session_close_turn(&c->s, st.last_id, st.finish == K3_FINISH_STOP_ID,
                                    k3_printer_state(pr), &c->pending);
-    if (!rc) {
+    if (!rc) { /* the cache now holds this turn's prompt and all but the last answer id */
+        for (size_t i = 0; i < ids.n; i++) k3_ids_push(&c->history, ids.ids[i]);
+        for (int64_t i = 0; i + 1 < st.gen_tokens; i++) k3_ids_push(&c->history, st.ids[i]);
         c->first = 0;
         if (c->o->verbose) {
             report(c, &st, before);
@@ -202,6 +212,7 @@ int cmd_chat(int argc, char **argv) {
     if (rc) fprintf(stderr, "k3 chat: %s\n", k3_errmsg());
     if (c.seq) k3_seq_free(c.seq);
     k3_ids_free(&c.pending);
+    k3_ids_free(&c.history);
     k3_session_close(&c.s);
     return rc ? 1 : 0;
 }

@@ -103,6 +103,10 @@ static void print_stats(const k3_gen_stats *st) {
            per_sec(st->prompt_tokens, st->prompt_s));
     printf("Generation: %lld tokens, %.3f tokens-per-sec\n", (long long)st->gen_tokens,
            per_sec(st->gen_tokens, st->gen_s));
+    if (st->spec_drafted || st->spec_accepted)
+        printf("Speculative: %lld drafted, %lld accepted, %.2f tokens per step\n",
+               (long long)st->spec_drafted, (long long)st->spec_accepted,
+               st->steps ? (double)(st->gen_tokens - 1) / (double)st->steps : 0.0);
     printf("Peak memory: %.3f GB\n", (double)k3_peak_rss() / 1e9);
 }
 
@@ -127,7 +131,8 @@ static int run(const k3_gen_opts *o, k3_session *s, const char *prompt) {
                         .stops = o->stops,
                         .n_stops = o->n_stops,
                         .cancel = &interrupted,
-                        .prefilling = &prefilling};
+                        .prefilling = &prefilling,
+                        .spec_max = k3_gen_opts_spec(o)};
     if (o->ctx_size && gp.max_tokens > o->ctx_size - (int)ids.n)
         gp.max_tokens = o->ctx_size - (int)ids.n;
     k3_printer *pr = k3_printer_new(stdout, isatty(1), &s->x, initial);

@@ -39,6 +39,9 @@ void k3_gen_opts_usage(FILE *f, const char *cmd) {
             "                               tiktoken.model\n"
             "  --act-int8                   int8 activations for quantized decode (AVX-512\n"
             "                               VNNI; faster, lossy, off by default)\n"
+            "  --spec ngram|off             speculative decoding: drafts from the context's\n"
+            "                               own n-grams, verified in one pass (default ngram)\n"
+            "  --spec-max K                 drafts per step at most, 1..16 (default 8)\n"
             "  --verbose                    token ids and prefill counts on stderr\n"
             "Underscores work as dashes (--max_tokens).\n",
             K3_SAMPLER_MAX_REP_CONTEXT,
@@ -131,6 +134,12 @@ static int take_value(k3_gen_opts *o, const char *cmd, const char *a, const char
     } else if (!strcmp(a, "--thinking")) {
         if (strcmp(v, "on") && strcmp(v, "off")) return bad(cmd, a, v, "on or off");
         o->thinking = !strcmp(v, "on");
+    } else if (!strcmp(a, "--spec")) {
+        if (strcmp(v, "ngram") && strcmp(v, "off")) return bad(cmd, a, v, "ngram or off");
+        o->spec = !strcmp(v, "ngram");
+    } else if (!strcmp(a, "--spec-max")) {
+        if (to_int(v, &o->spec_max) || o->spec_max < 1 || o->spec_max > 16)
+            return bad(cmd, a, v, "an integer 1..16");
     } else if (!strcmp(a, "--stop")) {
         if (o->n_stops == K3_GEN_MAX_STOPS) return bad(cmd, a, v, "at most 16 stop strings");
         if (!*v) return bad(cmd, a, v, "a non-empty string");
@@ -168,6 +177,8 @@ static const char *const value_flags[] = {"--model",
                                           "--threads",
                                           "-t",
                                           "--thinking",
+                                          "--spec",
+                                          "--spec-max",
                                           "--stop"};
 
 static int unknown(const char *cmd, const char *a) {
@@ -181,6 +192,8 @@ int k3_gen_opts_parse(int argc, char **argv, const char *cmd, k3_gen_opts *o) {
     o->sp = k3_sampler_defaults();
     o->thinking = 1;
     o->chat_template = 1;
+    o->spec = 1;
+    o->spec_max = K3_GEN_SPEC_MAX;
     int gen = !strcmp(cmd, "generate");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];

@@ -24,7 +24,17 @@ typedef struct k3_gen_opts {
     int threads;       /* 0: OpenMP default */
     int act_int8;      /* --act-int8: int8 activations in quantized decode (lossy, opt-in) */
     int verbose;
+    int spec;     /* --spec ngram|off: speculative decoding from the context */
+    int spec_max; /* --spec-max K: drafts per step at most (1..16) */
 } k3_gen_opts;
+
+/* --spec-max's default: the drafts one step verifies at most. */
+#define K3_GEN_SPEC_MAX 8
+
+/* The drafts per step these options ask for (0: speculation off). */
+static inline int k3_gen_opts_spec(const k3_gen_opts *o) {
+    return o->spec ? o->spec_max : 0;
+}
 
 /* Parse argv[1..argc) for command `cmd` ("generate" / "chat"; chat has no
  * --prompt). Returns 0, 1 after printing --help, or 2 after printing an

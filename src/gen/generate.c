@@ -3,6 +3,7 @@
 
 #include "base/err.h"
 #include "base/mem.h"
+#include "gen/spec.h"
 #include "gen/stop.h"
 #include "text/xtml.h"
 
@@ -18,6 +19,9 @@ typedef struct {
     k3_stopper *stop;
     k3_xtml x; /* the control-token ids (empty if the tokenizer has none) */
     float *logits;
+    double *probs; /* [vocab] scratch of the speculative sampling rule */
+    int V;
+    k3_spec *spec;
     int32_t stop_ids[2]; /* <|end_of_msg|> (or -1) */
     const int *eos;      /* the model's end-of-sequence ids (config eos_token_id) */
     int n_eos;
@@ -103,33 +107,58 @@ static void flush_text(gen_state *g) {
     if (ol && g->emit) g->emit(g->ctx, -1, o, ol);
 }
 
+/* A token is emitted: record it, stop on a stop id, a stop string, a cancel
+ * from the callback or max_tokens. Returns 1 when generation must end (the
+ * token is then not fed). */
+static int take_token(void *ctx, int32_t id) {
+    gen_state *g = ctx;
+    k3_gen_stats *st = g->st;
+    record(g, id);
+    if (is_stop_id(g, id)) {
+        st->finish = K3_FINISH_STOP_ID;
+        return 1;
+    }
+    k3_sampler_accept_generated(g->smp, id);
+    if (emit_token_text(g, id)) return 1;
+    return st->gen_tokens == g->p->max_tokens;
+}
+
+/* The token at a row: greedy or sampled, with a draft by the sampling rule. */
+static int32_t choose_token(void *ctx, const float *logits, int32_t draft) {
+    gen_state *g = ctx;
+    if (g->p->sp.temp <= 0 || draft < 0) return k3_sampler_sample(g->smp, logits);
+    return k3_spec_sample(g->smp, logits, draft, g->probs, g->V);
+}
+
 /* Sample, stream and decode until a stop condition. */
 static int decode_loop(gen_state *g, double t_start) {
     k3_gen_stats *st = g->st;
     double t_first = 0;
+    int rc = 0, stop = 1;
+    int32_t id = -1;
     st->finish = K3_FINISH_LENGTH;
-    while (st->gen_tokens < g->p->max_tokens) {
+    if (g->p->max_tokens > 0 && g->p->cancel && *g->p->cancel)
+        st->finish = K3_FINISH_CANCELLED;
+    else if (g->p->max_tokens > 0) {
+        id = k3_sampler_sample(g->smp, g->logits);
+        if (id < 0) return -1;
+        t_first = k3_now();
+        st->prompt_s = t_first - t_start;
+        k3_spec_push(g->spec, id);
+        stop = take_token(g, id);
+    }
+    while (!stop && !rc) {
         if (g->p->cancel && *g->p->cancel) {
             st->finish = K3_FINISH_CANCELLED;
             break;
         }
-        int32_t id = k3_sampler_sample(g->smp, g->logits);
-        if (id < 0) return -1;
-        if (!st->gen_tokens) {
-            t_first = k3_now();
-            st->prompt_s = t_first - t_start;
-        }
-        record(g, id);
-        if (is_stop_id(g, id)) {
-            st->finish = K3_FINISH_STOP_ID;
-            break;
-        }
-        k3_sampler_accept_generated(g->smp, id);
-        if (emit_token_text(g, id)) break;
-        if (st->gen_tokens == g->p->max_tokens) break;
-        if (k3_forward(g->s, &id, 1, g->logits, 0))
-            return k3_preferr("decoding token %lld", (long long)st->gen_tokens);
+        rc = k3_spec_step(g->spec, g->s, id, choose_token, take_token, g, &id, &stop);
+        if (rc) k3_preferr("decoding token %lld", (long long)st->gen_tokens);
     }
+    st->steps = g->spec->steps;
+    st->spec_drafted = g->spec->drafted;
+    st->spec_accepted = g->spec->accepted;
+    if (rc) return -1;
     if (!st->gen_tokens) st->prompt_s = k3_now() - t_start;
     st->gen_s = st->gen_tokens ? k3_now() - t_first : 0;
     if (st->finish != K3_FINISH_STOP_STR) flush_text(g);
@@ -157,6 +186,12 @@ int k3_generate(k3_model *m, k3_seq *s, const k3_tokenizer *tok, const int32_t *
     }
     g.stop = k3_stopper_new(p->stops, p->n_stops);
     g.logits = k3_xmalloc((size_t)V * sizeof *g.logits);
+    g.V = V;
+    g.spec = k3_spec_new(p->spec_max, V);
+    g.spec->reject_at = p->spec_reject_at - 1;
+    g.probs = p->spec_max && p->sp.temp > 0 ? k3_xmalloc((size_t)V * sizeof *g.probs) : NULL;
+    for (size_t i = 0; i < p->n_draft_context; i++) k3_spec_push(g.spec, p->draft_context[i]);
+    for (size_t i = 0; i < n; i++) k3_spec_push(g.spec, prompt[i]);
     double t0 = k3_now();
     /* The prompt in pieces of K3_GEN_PREFILL_PIECE tokens, the cancel flag
      * checked between them: k3_forward feeds a long input in 512-token passes
@@ -179,6 +214,8 @@ int k3_generate(k3_model *m, k3_seq *s, const k3_tokenizer *tok, const int32_t *
         rc = decode_loop(&g, t0);
     if (rc) st->finish = K3_FINISH_ERROR;
     free(g.logits);
+    free(g.probs);
+    k3_spec_free(g.spec);
     k3_stopper_free(g.stop);
     k3_detok_free(g.dt);
     k3_sampler_free(g.smp);

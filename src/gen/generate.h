@@ -43,6 +43,14 @@ typedef struct k3_gen_params {
                                             (a caller's SIGINT handler can tell the phases apart) */
     int show_special; /* 1: print every control token; 0 (default): drop those whose
                          `special` flag is set (HF skip_special_tokens; keeps XTML markers) */
+    int spec_max;     /* speculative decoding from the context (gen/spec.h): at most this many
+                         drafts per step; 0 = off */
+    const int32_t *draft_context; /* tokens the drafter sees before the prompt: the earlier
+                                     part of the sequence (a chat's previous turns) */
+    size_t n_draft_context;
+    int spec_reject_at; /* test hook: with spec_max, reject every draft at this row (-1: off;
+                           0 leaves the hook off too when the struct is zeroed: rows count
+                           from 1 here) */
 } k3_gen_params;
 
 typedef struct k3_gen_stats {
@@ -53,6 +61,8 @@ typedef struct k3_gen_stats {
     k3_finish finish;
     int32_t last_id; /* the last sampled token (not in the cache), -1 if none */
     int32_t *ids;    /* every sampled token, malloc'd (free with k3_gen_stats_free) */
+    int64_t steps;   /* decode steps (forward passes after the prefill) */
+    int64_t spec_drafted, spec_accepted; /* draft tokens verified, kept */
 } k3_gen_stats;
 
 void k3_gen_stats_free(k3_gen_stats *st);

@@ -147,7 +147,8 @@ static void conv3_silu(float *const zb[3], const k3_segs *sg, int64_t T, int64_t
         int64_t s = it / items, r = it % items;
         int64_t b = r / per, c0 = (r % per) * 8, n = P - c0 < 8 ? P - c0 : 8;
         int64_t t0 = sg->off[s], ts = sg->off[s + 1] - t0, at = k3_segs_snap_at(sg, (int)s);
-        float *z = zb[b] + t0 * P, *state = sg->c[s]->conv + b * P;
+        const k3_kda_rec *rec = sg->c[s]->rec; /* a verify pass convolves with a copy */
+        float *z = zb[b] + t0 * P, *state = (rec ? rec->conv : sg->c[s]->conv) + b * P;
         const float *wb = w + b * P * K;
         if (!at) {
             conv_item(z, ts, P, c0, n, wb, K, state, 3 * P);
@@ -170,6 +171,9 @@ static void conv3_silu(float *const zb[3], const k3_segs *sg, int64_t T, int64_t
  * (sequence, buffer, 8 channels) split over the threads. */
 static void kda_conv3(float *const zb[3], const k3_segs *sg, int64_t T, int64_t P, const float *w,
                       int K) {
+    for (int s = 0; s < sg->n; s++)
+        if (sg->c[s]->rec)
+            k3_kda_rec_begin(sg->c[s], zb, sg->off[s], sg->off[s + 1] - sg->off[s], P, K);
     if (k3_par_direct(3 * T * P >= CONV_PAR_MIN)) { /* no region of one thread (base/par.h) */
         conv3_silu(zb, sg, T, P, w, K);
         return;
@@ -344,6 +348,11 @@ static void kda_head(const k3_config *cf, const k3_kda_w *w, const k3_segs *sg, 
     int64_t P = (int64_t)H * hd, s = sh / H;
     int h = (int)(sh % H);
     float *S = sg->c[s]->S + (int64_t)h * hd * hd;
+    if (sg->c[s]->rec) { /* a verify pass: the steps run on a copy (spec.c commits) */
+        float *copy = sg->c[s]->rec->S + (int64_t)h * hd * hd;
+        memcpy(copy, S, sizeof(float) * (size_t)hd * hd);
+        S = copy;
+    }
     const int64_t at = k3_segs_snap_at(sg, (int)s), snap_t = sg->off[s] + at - 1;
     for (int64_t t = sg->off[s]; t < sg->off[s + 1]; t++) {
         int64_t o = t * P + (int64_t)h * hd;
@@ -402,6 +411,10 @@ void k3_kda_forward(const k3_model *m, const k3_layer *l, const k3_segs *sg, con
         kda_products(cf, w, sg, x, T, P, &b);
     }
     kda_heads(cf, w, sg, &b);
+    const float *qkva[4] = {b.q, b.k, b.v, b.a};
+    for (int s = 0; s < sg->n; s++)
+        if (sg->c[s]->rec)
+            k3_kda_rec_end(sg->c[s], qkva, b.beta, sg->off[s], sg->off[s + 1] - sg->off[s], P, H);
     k3_rowpar_matmul(m, &w->o, b.y, T, out); /* canonical block order (rowpar.h) */
     k3_model_reduce(m, out, T * D);
 }

@@ -204,6 +204,7 @@ void k3_seq_free(k3_seq *s) {
     if (!s) return;
     k3_par_hook_seq_free(s);
     free_mla_caches(s);
+    k3_spec_rec_free(s);
     k3_state_block_give(s->m, s->state, s->state_bytes);
     free(s->lc);
     free(s);

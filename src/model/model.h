@@ -140,12 +140,27 @@ struct k3_model {
     size_t refill_step; /* bytes faulted in per refill call (0: 8 MiB) */
 };
 
+/* A KDA layer's record of a speculative verify pass (spec.c): the pass
+ * leaves the layer's conv and S as they were (it runs on copies) and keeps
+ * what the recurrence consumed per row, so k3_seq_spec_commit can advance
+ * the state over any prefix of the rows without another forward. */
+typedef struct k3_kda_rec {
+    int64_t n, cap;       /* rows recorded, room */
+    float *zq, *zk, *zv;  /* [cap, P] pre-conv inputs (the conv history) */
+    float *q, *k, *v, *a; /* [cap, P] normalized q, k, v and decay: the steps' inputs */
+    float *beta;          /* [cap, H] beta logits */
+    float *conv;          /* the conv history the pass convolves with (a copy) */
+    float *S;             /* [H, hd, hd] the state the pass runs on (a copy, shared
+                             by the layers of one sequence: one layer at a time) */
+} k3_kda_rec;
+
 typedef struct {
     float *conv; /* KDA: [K-1, 3P], oldest row first */
     float *S;    /* KDA: [H, hd(v), hd(k)] */
     float *lat;  /* MLA: [cap, r] normalized latents */
     float *kpe;  /* MLA: [cap, rope] */
     int64_t n, cap;
+    k3_kda_rec *rec; /* KDA, during a verify pass only: run dry and record (spec.c) */
 } k3_layer_cache;
 
 struct k3_seq {
@@ -153,9 +168,20 @@ struct k3_seq {
     int64_t par_id; /* driver/follower mode (follow.h): the id the followers know it by */
     int64_t len;
     k3_layer_cache *lc;
-    float *state;       /* every KDA layer's conv and S, one k3_big_calloc block */
-    size_t state_bytes; /* its size */
+    float *state;             /* every KDA layer's conv and S, one k3_big_calloc block */
+    size_t state_bytes;       /* its size */
+    struct k3_spec_rec *spec; /* speculative verify records (spec.c), NULL until one */
 };
+
+/* Free a sequence's verify records (spec.c; k3_seq_free). */
+void k3_spec_rec_free(k3_seq *s);
+/* Called by k3_kda_forward on a layer cache with a record (spec.c): save the
+ * pre-conv rows and the conv history copy before the conv ... */
+void k3_kda_rec_begin(k3_layer_cache *lc, float *const zb[3], int64_t t0, int64_t n, int64_t P,
+                      int K);
+/* ... and the steps' inputs after the heads ran. */
+void k3_kda_rec_end(k3_layer_cache *lc, const float *const qkva[4], const float *beta, int64_t t0,
+                    int64_t n, int64_t P, int H);
 
 /* Apply the all-reduce hook (no-op for a single process). */
 static inline void k3_model_reduce(const k3_model *m, float *buf, int64_t n) {

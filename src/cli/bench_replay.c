@@ -1,0 +1,252 @@
+/* bench_replay.c — `k3 bench --replay FILE.jsonl`: speculative against plain
+ * decoding on real text (gen/replay.h), and `--verify-cost K`: the time of a
+ * verify pass of 1 + k rows over a plain step.
+ *
+ *   k3 bench --model DIR --replay FILE.jsonl [--spec-max K] [-n N] [--threads N] [--json]
+ *   k3 bench --model DIR --verify-cost K [--replay FILE.jsonl] [--rounds R] [--json]
+ *
+ * Each line of FILE is {"prompt": "...", "answer": "..."}, tokenized without
+ * a chat template. -n N replays only the first N tokens of each answer. */
+#include "cli/bench_replay.h"
+
+#include "base/err.h"
+#include "base/mem.h"
+#include "gen/replay.h"
+#include "k3.h"
+#include "text/tokenizer.h"
+
+#include <jansson.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const char *model, *file;
+    long spec_max, n, threads, verify_k, rounds;
+    int json;
+} replay_args;
+
+typedef struct {
+    int32_t *p, *a; /* prompt and answer ids */
+    size_t np, na;
+} replay_line;
+
+int k3_bench_is_replay(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--replay") || !strcmp(argv[i], "--verify-cost")) return 1;
+    return 0;
+}
+
+static int want_long(const char *opt, const char *v, long lo, long hi, long *out) {
+    char *end;
+    long x = v ? strtol(v, &end, 10) : 0;
+    if (!v || !*v || *end || x < lo || x > hi) {
+        fprintf(stderr, "k3 bench: %s expects an integer %ld..%ld, got '%s'\n", opt, lo, hi,
+                v ? v : "");
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static int parse(int argc, char **argv, replay_args *a) {
+    *a = (replay_args){.spec_max = 8, .rounds = 9};
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int rc = 0, val = 1;
+        if (!strcmp(o, "--model") && v)
+            a->model = v;
+        else if (!strcmp(o, "--replay") && v)
+            a->file = v;
+        else if (!strcmp(o, "--spec-max"))
+            rc = want_long(o, v, 1, 16, &a->spec_max);
+        else if (!strcmp(o, "-n"))
+            rc = want_long(o, v, 2, 1L << 30, &a->n);
+        else if (!strcmp(o, "--threads"))
+            rc = want_long(o, v, 1, 4096, &a->threads);
+        else if (!strcmp(o, "--verify-cost"))
+            rc = want_long(o, v, 1, 16, &a->verify_k);
+        else if (!strcmp(o, "--rounds"))
+            rc = want_long(o, v, 1, 1000, &a->rounds);
+        else if (!strcmp(o, "--json"))
+            a->json = 1, val = 0;
+        else {
+            fprintf(stderr, "k3 bench: unknown or incomplete option '%s' with --replay\n", o);
+            return -1;
+        }
+        if (rc) return -1;
+        i += val;
+    }
+    if (!a->model) return fprintf(stderr, "k3 bench: --replay needs --model DIR\n"), -1;
+    if (!a->file && !a->verify_k)
+        return fprintf(stderr, "k3 bench: --replay needs a FILE.jsonl\n"), -1;
+    return 0;
+}
+
+/* The string field `key` of a line's object, or NULL with a message. */
+static const char *field(json_t *o, const char *key, const char *file, int line) {
+    const char *s = json_string_value(json_object_get(o, key));
+    if (!s) k3_seterr("%s:%d: \"%s\" must be a string", file, line, key);
+    return s;
+}
+
+/* Every line of a.file, tokenized; *n lines. NULL + k3_errmsg on error. */
+static replay_line *load_lines(const replay_args *a, const k3_tokenizer *tok, int *n) {
+    FILE *f = fopen(a->file, "r");
+    if (!f) return k3_seterr("%s: cannot open", a->file), NULL;
+    replay_line *L = NULL;
+    char *buf = NULL;
+    size_t cap = 0;
+    int ln = 0, rc = 0;
+    *n = 0;
+    while (!rc && getline(&buf, &cap, f) > 0) {
+        ln++;
+        json_error_t e;
+        json_t *o = json_loads(buf, 0, &e);
+        const char *p = o ? field(o, "prompt", a->file, ln) : NULL;
+        const char *s = p ? field(o, "answer", a->file, ln) : NULL;
+        if (!o) k3_seterr("%s:%d: %s", a->file, ln, e.text);
+        L = k3_xrealloc(L, sizeof *L * (size_t)(*n + 1));
+        replay_line *r = &L[*n];
+        memset(r, 0, sizeof *r);
+        rc = !s || k3_tok_encode(tok, p, strlen(p), 0, &r->p, &r->np) ||
+             k3_tok_encode(tok, s, strlen(s), 0, &r->a, &r->na);
+        if (!rc && a->n && r->na > (size_t)a->n) r->na = (size_t)a->n;
+        if (!rc && r->na < 2)
+            rc = k3_seterr("%s:%d: the answer has fewer than 2 tokens", a->file, ln);
+        json_decref(o);
+        if (!rc) (*n)++;
+    }
+    free(buf);
+    fclose(f);
+    if (!rc && !*n) rc = k3_seterr("%s: no lines", a->file);
+    if (!rc) return L;
+    for (int i = 0; i <= *n && L; i++) free(L[i].p), free(L[i].a);
+    free(L);
+    return NULL;
+}
+
+static double tps(const k3_replay_pass *r) {
+    return r->s > 0 ? (double)r->tokens / r->s : 0;
+}
+
+/* Tokens per second of process CPU time. */
+static double cpu_tps(const k3_replay_pass *r) {
+    return r->cpu_s > 0 ? (double)r->tokens / r->cpu_s : 0;
+}
+
+/* Mean verify step over mean plain-pass step. */
+static double verify_cost(const k3_replay_pass *plain, const k3_replay_pass *spec) {
+    if (!spec->verify_steps || !plain->steps) return 0;
+    return (spec->verify_s / (double)spec->verify_steps) / (plain->s / (double)plain->steps);
+}
+
+static void add(k3_replay_pass *t, const k3_replay_pass *r) {
+    t->s += r->s, t->tokens += r->tokens, t->steps += r->steps;
+    t->verify_steps += r->verify_steps, t->drafted += r->drafted, t->accepted += r->accepted;
+    t->verify_s += r->verify_s, t->plain_s += r->plain_s;
+    t->cpu_s += r->cpu_s, t->verify_cpu_s += r->verify_cpu_s;
+    for (int k = 0; k < 17; k++) t->by_k[k] += r->by_k[k];
+}
+
+/* The verify cost by CPU time. */
+static double verify_cost_cpu(const k3_replay_pass *plain, const k3_replay_pass *spec) {
+    if (!spec->verify_steps || !plain->steps || plain->cpu_s <= 0) return 0;
+    return (spec->verify_cpu_s / (double)spec->verify_steps) /
+           (plain->cpu_s / (double)plain->steps);
+}
+
+static void print_row(const char *name, const k3_replay_pass *p, const k3_replay_pass *s) {
+    printf("%-8s %7lld %9.2f %9.2f %7.2fx %9.2f %9.2f %8.2f   %7.2fx %8.2f\n", name,
+           (long long)p->tokens, tps(p), tps(s), tps(p) > 0 ? tps(s) / tps(p) : 0,
+           s->steps ? (double)s->tokens / s->steps : 0,
+           s->verify_steps ? (double)s->accepted / s->verify_steps : 0, verify_cost(p, s),
+           cpu_tps(p) > 0 ? cpu_tps(s) / cpu_tps(p) : 0, verify_cost_cpu(p, s));
+}
+
+static int run_replay(const replay_args *a, k3_model *m, replay_line *L, int n) {
+    k3_replay_pass tp = {0}, ts = {0};
+    if (!a->json)
+        printf("line      tokens  plain t/s  spec t/s  speedup  tok/step  acc/verify  verify   "
+               "by CPU time: speedup verify\n");
+    for (int i = 0; i < n; i++) {
+        k3_replay_pass p, s;
+        if (k3_replay_pass_run(m, L[i].p, L[i].np, L[i].a, L[i].na, 0, &p) ||
+            k3_replay_pass_run(m, L[i].p, L[i].np, L[i].a, L[i].na, (int)a->spec_max, &s))
+            return -1;
+        add(&tp, &p), add(&ts, &s);
+        char name[16];
+        snprintf(name, sizeof name, "%d", i + 1);
+        if (!a->json) print_row(name, &p, &s);
+    }
+    if (!a->json) {
+        print_row("total", &tp, &ts);
+        printf("verify steps by drafts:");
+        for (int k = 1; k < 17; k++)
+            if (ts.by_k[k]) printf(" %d:%lld", k, (long long)ts.by_k[k]);
+        printf("; plain steps in the speculative pass: %lld\n",
+               (long long)(ts.steps - ts.verify_steps));
+        printf("(spec-max %ld, %d threads; verify = a verify step's time over a plain step's)\n",
+               a->spec_max, omp_get_max_threads());
+        return 0;
+    }
+    printf("{\"model\":\"%s\",\"replay\":\"%s\",\"threads\":%d,\"spec_max\":%ld,\"tokens\":%lld,"
+           "\"replay_plain_tps\":%.3f,\"replay_spec_tps\":%.3f,\"speedup\":%.4f,"
+           "\"accepted_per_step\":%.4f,\"tokens_per_step\":%.4f,\"drafted\":%lld,"
+           "\"accepted\":%lld,\"verify_steps\":%lld,\"verify_cost\":%.4f,"
+           "\"replay_plain_cpu_tps\":%.3f,\"replay_spec_cpu_tps\":%.3f,\"verify_cost_cpu\":%.4f}\n",
+           a->model, a->file, omp_get_max_threads(), a->spec_max, (long long)tp.tokens, tps(&tp),
+           tps(&ts), tps(&tp) > 0 ? tps(&ts) / tps(&tp) : 0,
+           ts.verify_steps ? (double)ts.accepted / ts.verify_steps : 0,
+           ts.steps ? (double)ts.tokens / ts.steps : 0, (long long)ts.drafted,
+           (long long)ts.accepted, (long long)ts.verify_steps, verify_cost(&tp, &ts), cpu_tps(&tp),
+           cpu_tps(&ts), verify_cost_cpu(&tp, &ts));
+    return 0;
+}
+
+/* The verify-cost sweep after a prompt (the first line's, or 64 ids). */
+static int run_cost(const replay_args *a, k3_model *m, replay_line *L) {
+    int32_t ids[64];
+    for (int i = 0; i < 64; i++) ids[i] = (int32_t)((i * 977 + 13) % k3_model_vocab(m));
+    const int32_t *p = L ? L[0].p : ids;
+    size_t np = L ? L[0].np : 64;
+    double cost[17], cpu[17];
+    if (k3_replay_verify_cost(m, p, np, (int)a->verify_k, (int)a->rounds, cost, cpu)) return -1;
+    double b1 = k3_replay_step_bytes(m, 1);
+    if (!a->json)
+        printf("k   verify/plain (wall)  (CPU)  expert-union bytes/plain (uniform routing)\n");
+    for (int k = 1; k <= a->verify_k; k++) {
+        double b = k3_replay_step_bytes(m, k + 1) / b1;
+        if (a->json)
+            printf("{\"model\":\"%s\",\"threads\":%d,\"k\":%d,\"verify_cost\":%.4f,"
+                   "\"verify_cost_cpu\":%.4f,\"bytes_ratio\":%.4f,\"plain_bytes\":%.0f}\n",
+                   a->model, omp_get_max_threads(), k, cost[k], cpu[k], b, b1);
+        else
+            printf("%-3d %12.3f %12.3f %12.3f\n", k, cost[k], cpu[k], b);
+    }
+    if (!a->json)
+        printf("(one plain step reads %.1f MiB; median of %ld interleaved rounds)\n",
+               b1 / (1 << 20), a->rounds);
+    return 0;
+}
+
+int k3_bench_replay(int argc, char **argv) {
+    replay_args a;
+    if (parse(argc, argv, &a)) return 2;
+    if (a.threads) omp_set_num_threads((int)a.threads);
+    k3_load_opts lo = {.threads = (int)a.threads, .tp_size = 1, .pp_size = 1};
+    k3_model *m = k3_model_load(a.model, &lo);
+    k3_tokenizer *tok = m && a.file ? k3_tok_for_model(a.model) : NULL;
+    int n = 0, rc = !m || (a.file && !tok);
+    replay_line *L = rc || !a.file ? NULL : load_lines(&a, tok, &n);
+    if (!rc && a.file && !L) rc = 1;
+    if (!rc && a.file && !a.verify_k) rc = run_replay(&a, m, L, n) != 0;
+    if (!rc && a.verify_k) rc = run_cost(&a, m, L) != 0;
+    if (rc) fprintf(stderr, "k3 bench: %s\n", k3_errmsg());
+    for (int i = 0; i < n; i++) free(L[i].p), free(L[i].a);
+    free(L);
+    k3_tok_free(tok);
+    k3_model_free(m);
+    return rc;
+}

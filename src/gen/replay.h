@@ -1,0 +1,47 @@
+/* replay.h — the replay benchmark of speculative decoding (k3 bench --replay).
+ *
+ * Random weights cannot write realistic text, so acceptance is measured on
+ * real text: a prompt is prefilled, then an answer is generated with the
+ * model's choice at every position forced to the answer's next token. Every
+ * other part is the real path: the drafter, the verify forward and its cost,
+ * the rollback. Run once with plain decoding and once speculatively, the two
+ * passes emit the same tokens and their times compare like for like. */
+#ifndef K3_GEN_REPLAY_H
+#define K3_GEN_REPLAY_H
+
+#include "k3.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct k3_replay_pass {
+    double s;                    /* decode time (after the prefill and the first token) */
+    int64_t tokens;              /* tokens decoded in that time */
+    int64_t steps, verify_steps; /* forward steps, those with drafts */
+    int64_t drafted, accepted;
+    int64_t by_k[17];           /* verify steps by their number of drafts (gen/spec.h) */
+    double verify_s, plain_s;   /* time in verify steps, in plain steps */
+    double cpu_s, verify_cpu_s; /* process CPU time of the decode and of its verify steps: the
+                                   work, less sensitive than wall time to a loaded machine */
+} k3_replay_pass;
+
+/* One pass over prompt[0..np) and answer[0..na) (na >= 2) with at most
+ * spec_max drafts per step (0: plain). 0 or -1 + k3_errmsg. */
+int k3_replay_pass_run(k3_model *m, const int32_t *prompt, size_t np, const int32_t *answer,
+                       size_t na, int spec_max, k3_replay_pass *r);
+
+/* Verify cost: after prefilling prompt, the median time of a verify pass of
+ * 1 + k rows (k = 1..kmax, keeping one row) over that of a plain step,
+ * rounds interleaved; cost[k] for k = 0..kmax (cost[0] = 1), by wall time and
+ * (cpu) by process CPU time. */
+int k3_replay_verify_cost(k3_model *m, const int32_t *prompt, size_t np, int kmax, int rounds,
+                          double *cost, double *cpu);
+
+/* Bytes of weights a step of t tokens reads when each token picks top_k of
+ * the routed experts uniformly and independently (the expected union), and
+ * those one token reads. */
+double k3_replay_step_bytes(const k3_model *m, int t);
+/* Of the bytes one token reads, those of its routed experts. */
+double k3_replay_routed_bytes(const k3_model *m);
+
+#endif

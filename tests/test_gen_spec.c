@@ -1,0 +1,155 @@
+/* test_gen_spec.c — the parts of speculative decoding that need no model:
+ * the drafter's proposals, its index on adversarial input (one token
+ * repeated 100k times, 100k distinct tokens: entries, probes and bytes stay
+ * linear in the tokens; counted, not timed), its fallback to plain decoding
+ * while drafts miss, and the sampling rule: for every draft x the computed
+ * distribution p(x)[t = x] + (1 - p(x)) r(t) equals the target p exactly. */
+#include "t.h"
+
+#include "gen/draft.h"
+#include "gen/sampler.h"
+#include "gen/spec.h"
+
+TEST(proposes_what_followed_the_longest_match) {
+    k3_drafter *d = k3_drafter_new(4);
+    const int32_t seq[] = {1, 2, 3, 4, 5, 6, 7, 9, 2, 3, 8, 1, 2, 3};
+    for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++) k3_drafter_push(d, seq[i]);
+    int32_t out[16];
+    int k = k3_drafter_propose(d, out);
+    CHECK(k == 4, "k %d", k);
+    /* suffix 1 2 3 occurred at the start (the 3-gram), not 9 2 3 -> 8 (the 2-gram) */
+    CHECK(out[0] == 4 && out[1] == 5 && out[2] == 6 && out[3] == 7, "%d %d %d %d", out[0], out[1],
+          out[2], out[3]);
+    k3_drafter_free(d);
+}
+
+TEST(a_repeat_reaching_the_present_continues_with_its_period) {
+    k3_drafter *d = k3_drafter_new(8);
+    const int32_t seq[] = {4, 5, 4, 5, 4};
+    for (int i = 0; i < 5; i++) k3_drafter_push(d, seq[i]);
+    int32_t out[16];
+    k3_drafter_result(d, 4, 4); /* budget 4 -> 8 */
+    int k = k3_drafter_propose(d, out);
+    CHECK(k == 8, "k %d", k);
+    for (int j = 0; j < k; j++) CHECK(out[j] == (j % 2 ? 4 : 5), "draft %d is %d", j, out[j]);
+    k3_drafter_free(d);
+}
+
+TEST(nothing_to_propose_without_a_match) {
+    k3_drafter *d = k3_drafter_new(8);
+    int32_t out[16];
+    for (int i = 0; i < 100; i++) k3_drafter_push(d, i);
+    CHECK(k3_drafter_propose(d, out) == 0);
+    k3_drafter_free(d);
+}
+
+/* Push n tokens (gen(i)) proposing after each; check the counts are linear. */
+static void adversarial(int32_t (*gen)(int), const char *name) {
+    enum { N = 100000 };
+    k3_drafter *d = k3_drafter_new(16);
+    int32_t out[16];
+    for (int i = 0; i < N; i++) {
+        k3_drafter_push(d, gen(i));
+        int k = k3_drafter_propose(d, out);
+        if (k) k3_drafter_result(d, k, k);
+    }
+    k3_drafter_counts c = k3_drafter_count(d);
+    printf("  %s: %lld tokens, %lld entries, %lld probes, %zu bytes\n", name, (long long)c.tokens,
+           (long long)c.entries, (long long)c.probes, c.bytes);
+    CHECK(c.tokens == N);
+    CHECK(c.entries <= 3 * (int64_t)N, "%s: %lld entries", name, (long long)c.entries);
+    /* per token: 3 inserts and 3 lookups of <= 8 probes, plus rehashing (each
+       entry moves at most once per doubling: < 2 x entries x 8 in all) */
+    CHECK(c.probes <= 6 * 8 * (int64_t)N + 2 * 8 * 3 * (int64_t)N, "%s: %lld probes", name,
+          (long long)c.probes);
+    CHECK(c.bytes <= 200 * (size_t)N, "%s: %zu bytes", name, c.bytes);
+    k3_drafter_free(d);
+}
+
+static int32_t same(int i) {
+    (void)i;
+    return 7;
+}
+static int32_t distinct(int i) {
+    return i;
+}
+
+TEST(index_is_linear_on_adversarial_input) {
+    adversarial(same, "one token repeated");
+    adversarial(distinct, "all distinct");
+}
+
+TEST(misses_fall_back_to_plain_decoding_with_probes) {
+    k3_drafter *d = k3_drafter_new(8);
+    for (int i = 0; i < 8; i++) k3_drafter_push(d, i % 2); /* 0 1 0 1 ...: always a match */
+    int32_t out[16];
+    int plain = 0, probes = 0;
+    for (int step = 0; step < 1000; step++) {
+        int k = k3_drafter_propose(d, out);
+        if (!k)
+            plain++;
+        else {
+            probes++;
+            CHECK(step < 1 || k == 1, "after a miss a probe drafts one token, got %d", k);
+            k3_drafter_result(d, k, 0);
+        }
+    }
+    CHECK(probes < 25, "%d verify steps of 1000 while every draft misses", probes);
+    CHECK(plain + probes == 1000);
+    k3_drafter_free(d);
+}
+
+/* The sampling rule's distribution for draft x, computed. */
+static void check_rule(k3_sampler_params sp, const float *logits, int V) {
+    k3_sampler *s = k3_sampler_new(&sp, V);
+    k3_sampler_accept(s, 2);
+    double p[16], r[16];
+    k3_sampler_probs(s, logits, p);
+    for (int x = 0; x < V; x++) {
+        double rest = k3_spec_residual(p, V, x, r);
+        CHECK(fabs(rest - (1 - p[x])) < 1e-15, "rest %g vs %g", rest, 1 - p[x]);
+        CHECK(r[x] == 0);
+        for (int t = 0; t < V; t++) {
+            double q = (t == x ? p[x] : 0) + rest * r[t];
+            CHECK(fabs(q - p[t]) < 1e-15, "x %d t %d: %.17g vs %.17g", x, t, q, p[t]);
+        }
+    }
+    k3_sampler_free(s);
+}
+
+TEST(sampling_rule_keeps_the_target_distribution) {
+    const float logits[8] = {1.0f, 2.5f, 0.3f, -1.0f, 2.4f, 0.0f, 1.7f, -3.0f};
+    k3_sampler_params sp = k3_sampler_defaults();
+    sp.temp = 0.8f;
+    check_rule(sp, logits, 8);
+    sp.top_k = 5, sp.top_p = 0.9f, sp.min_p = 0.05f, sp.rep_penalty = 1.3f;
+    check_rule(sp, logits, 8);
+    sp = k3_sampler_defaults(); /* greedy: a one-hot target */
+    check_rule(sp, logits, 8);
+}
+
+TEST(sampling_rule_takes_a_sure_draft_and_never_an_impossible_one) {
+    const float logits[4] = {0.0f, 50.0f, -50.0f, 0.0f};
+    k3_sampler_params sp = k3_sampler_defaults();
+    sp.temp = 1.0f, sp.top_k = 2;
+    k3_sampler *s = k3_sampler_new(&sp, 4);
+    double pr[4];
+    for (int i = 0; i < 200; i++) {
+        CHECK(k3_spec_sample(s, logits, 1, pr, 4) == 1);
+        int32_t y = k3_spec_sample(s, logits, 2, pr, 4); /* p(2) = 0: never kept */
+        CHECK(y == 0 || y == 1 || y == 3, "got %d", y);
+        CHECK(y != 2);
+    }
+    k3_sampler_free(s);
+}
+
+int main(void) {
+    RUN(proposes_what_followed_the_longest_match);
+    RUN(a_repeat_reaching_the_present_continues_with_its_period);
+    RUN(nothing_to_propose_without_a_match);
+    RUN(index_is_linear_on_adversarial_input);
+    RUN(misses_fall_back_to_plain_decoding_with_probes);
+    RUN(sampling_rule_keeps_the_target_distribution);
+    RUN(sampling_rule_takes_a_sure_draft_and_never_an_impossible_one);
+    return t_done();
+}
