@@ -1,5 +1,5 @@
 /* guard.h — checks on a request's headers before anything else is done with
- * it (issue 12 part 4): the Host header (DNS rebinding), the Origin of a POST
+ * it: the Host header (DNS rebinding), the Origin of a POST
  * (cross-site "simple" requests such as text/plain, which a browser sends
  * without a CORS preflight), and Content-Length together with
  * Transfer-Encoding (request smuggling).
@@ -20,7 +20,7 @@
  * Origin: serve_guard_origin_allowed() is the one place that decides whether a
  * browser origin may use the API. A POST that carries an Origin is refused
  * unless the origin is the server itself (same host and port as Host) or is
- * in the allowed-origins list (empty by default; `--cors-origin`, issue 15,
+ * in the allowed-origins list (empty by default; `--cors-origin`
  * fills it; "*" allows any). */
 #ifndef K3_SERVE_GUARD_H
 #define K3_SERVE_GUARD_H

@@ -1,4 +1,4 @@
-/* limits.h — per-request resource limits of `k3 serve` (issue 12 part 2).
+/* limits.h — per-request resource limits of `k3 serve`.
  *
  * - serve_json_budget(): a linear pre-scan of a request body that refuses,
  *   before jansson builds anything, documents whose tree would cost far more

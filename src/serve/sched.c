@@ -16,7 +16,7 @@
  * restore from a hit) are queued, and the next step waits for those it
  * needs, making them on the worker's threads (pcache.h): a copy moves the
  * sequence state once (the bench preset's 3.4 MB: 0.6 ms into a kept block,
- * 11 ms into fresh memory on this project's VMs; 465 MB at K3's real size)
+ * 11 ms into fresh memory, measured in bench/notes/; 465 MB at K3's real size)
  * where a step reads every weight (30-400 ms on the bench preset), so
  * waiting for it costs the others less than a step left out costs the job.
  * While it has no job the worker faults in the model's state reserve (k3.h),

@@ -40,7 +40,7 @@ typedef struct {
     const char *const *cors_origins; /* --cors-origin values ("*" = any); none: no CORS */
     int n_cors_origins;
     int ctx_size; /* prompt + generated tokens per request; 0: the model's (or unlimited) */
-    /* issue 12 hardening */
+    /* hardening: limits on what one client may cost */
     const char *const *allowed_hosts; /* --allowed-host: Host names accepted besides loopback */
     int n_allowed_hosts;
     int max_conn_per_ip;   /* connections one client address may hold (0: no limit) */
