@@ -8,6 +8,8 @@ if ! bash tests/npm/setup.sh >/dev/null 2>&1 || [ ! -d tests/npm/node_modules/aj
     echo "FAIL serve_structured_setup (npm install of tests/npm failed)"
     exit 1
 fi
+# the sanitizer phase (~10x slower) samples 6 seeds a schema; the normal phase 24
+[ "${K3_SAN:-0}" = 1 ] && export K3_STRUCTURED_SEEDS=${K3_STRUCTURED_SEEDS:-6}
 serve_start || { echo "FAIL serve_structured_start"; exit 1; }
 node tests/serve/structured.mjs "$SERVE_URL" "$SERVE_PID"
 rc=$?
