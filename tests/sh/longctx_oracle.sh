@@ -13,16 +13,7 @@ T=$(mktemp -d /tmp/k3-longctx-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 N=3000
 
-check() { # name, command...
-    local name=$1
-    shift
-    if "$@" >"$T/$name.log" 2>&1; then
-        echo "PASS $name"
-    else
-        echo "FAIL $name"
-        sed 's/^/  /' "$T/$name.log" | tail -15
-    fi
-}
+. tests/sh/lib/check.bash
 
 # max |k3 - oracle| <= tol * (1 + max |oracle|) over every row, logits not flat
 compare() { # k3 file, oracle file, tol

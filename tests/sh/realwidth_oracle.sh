@@ -21,16 +21,7 @@ trap 'rm -rf "$T"' EXIT
 TOKENS=5,1,300,17,99,511
 OTHER=6,1,300,17,99,511
 
-check() { # name, command...
-    local name=$1
-    shift
-    if "$@" >"$T/$name.log" 2>&1; then
-        echo "PASS $name"
-    else
-        echo "FAIL $name"
-        sed 's/^/  /' "$T/$name.log" | tail -15
-    fi
-}
+. tests/sh/lib/check.bash
 
 # max |k3 - oracle| <= 1e-4 max |oracle|, the same argmax per position, not flat
 compare() { # k3 file, oracle file

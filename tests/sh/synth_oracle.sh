@@ -14,16 +14,7 @@ TOKENS=5,1,743,17,999,256,2,88,300,4,4,4
 have_numpy=0
 if [ -f "$ORACLE" ] && /usr/bin/python3 -c 'import numpy' 2>/dev/null; then have_numpy=1; fi
 
-check() { # name, command...
-    local name=$1
-    shift
-    if "$@" >"$T/$name.log" 2>&1; then
-        echo "PASS $name"
-    else
-        echo "FAIL $name"
-        sed 's/^/  /' "$T/$name.log" | tail -15
-    fi
-}
+. tests/sh/lib/check.bash
 
 # max |k3 - oracle| <= 2e-4 * (1 + max |oracle|), and the logits are not flat
 compare() { # k3 file, oracle file
