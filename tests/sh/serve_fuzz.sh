@@ -25,6 +25,6 @@ printf 'POST /v1/chat/completions\nHost: k3.internal\n\n[[[[[[[[[[{},{},{},{"a":
 printf 'POST /tokenize\nHost: localhost\nContent-Length: 5\nContent-Length: 50\n\n{"content":"a"}' >"$corpus/framing1"
 printf 'POST /tokenize\nHost: localhost\nTransfer-Encoding : chunked\nTransfer-Encoding: gzip\n\n' >"$corpus/framing2"
 printf '%s' '{"messages":[{"role":"user","content":"a\u0000b"},{"role":"assistant","content":"\u0000","reasoning_content":"r\u0000"},{"role":"user\u0000x","content":"c"}],"stop":["s\u0000"]}' >"$corpus/nul"
-fuzz_build fuzz_http_request src/serve/request.c src/serve/request_openai.c src/serve/guard.c \
+fuzz_build fuzz_http_request src/serve/request.c src/serve/error.c src/serve/request_openai.c src/serve/guard.c \
     src/serve/limits.c src/serve/framing.c src/text/chat_effort.c &&
     fuzz_run fuzz_http_request "$corpus"
