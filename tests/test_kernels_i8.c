@@ -15,7 +15,7 @@
  * - the switch: off by default, k3_matvec unchanged when off and routed to
  *   the kernel when on, unsupported formats and K3_KERNELS=avx2 fall back.
  * Kernel checks are skipped (with a note) on CPUs without AVX-512 VNNI. */
-#include "kernels/cpu.h"
+#include "kernels/runtime.h"
 #include "kernels/matmul.h"
 #include "kernels/matvec_i8.h"
 #include "quant/dtype.h"

@@ -13,7 +13,7 @@
  * bits, and the few-token kernel must be within the same bound with a
  * per-token result that does not depend on T. */
 #include "kernels/avx512.h"
-#include "kernels/cpu.h"
+#include "kernels/runtime.h"
 #include "kernels/matmul.h"
 #include "quant/dtype.h"
 #include "colblocks_check.h"

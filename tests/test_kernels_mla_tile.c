@@ -7,7 +7,7 @@
  *   - several sequences of different lengths in one step, sharing a scratch;
  *   - 1, 2 and 3 threads bitwise equal, in the AVX-512 and the AVX2 tiles.
  * Errors are relative to max|V| (the output is a convex combination of V). */
-#include "kernels/cpu.h"
+#include "kernels/runtime.h"
 #include "kernels/mla_tile.h"
 #include "t.h"
 

@@ -8,7 +8,7 @@
  * run with 1, 2 and 3 threads, as a team inside a caller's region, and in
  * every kernel family (AVX-512, AVX2, reference) must be bitwise the separate
  * k3_matvec calls, every output row written exactly once. */
-#include "kernels/cpu.h"
+#include "kernels/runtime.h"
 #include "kernels/matmul.h"
 #include "kernels/mvset.h"
 #include "helpers.h"

@@ -12,7 +12,7 @@
  * the AVX-512 and the AVX2 family; and an input rewritten between two spans
  * is prepared again (a stale preparation would give the old input's
  * product). */
-#include "kernels/cpu.h"
+#include "kernels/runtime.h"
 #include "kernels/matmul.h"
 #include "kernels/matvec_i8.h"
 #include "kernels/scratch.h"

@@ -4,7 +4,7 @@
  * asserted (and printed), edge values (0, -0, +-inf, nan, overflow, denormal
  * results), odd lengths (masked tails), and position independence (a result
  * does not depend on where in an array its element sits). */
-#include "kernels/cpu.h"
+#include "kernels/runtime.h"
 #include "kernels/vmath.h"
 #include "t.h"
 

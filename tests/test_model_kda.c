@@ -3,9 +3,10 @@
  * steps of random data, the dispatcher's reference mode, and the parallel
  * elementwise ops of the layer (conv + SiLU, row RMSNorm, SiTU) bitwise equal
  * for 1 and 2 threads. */
-#include "kernels/cpu.h"
+#include "kernels/runtime.h"
 #include "kernels/vmath.h"
-#include "model/kda.h"
+#include "kernels/avx2.h"
+#include "kernels/kda_ops.h"
 #include "model/model.h"
 #include "model/ops.h"
 #include "t.h"

@@ -7,7 +7,7 @@
  *   - decoding 50 tokens after the first grows no workspace or MLA cache and
  *     calls no allocator at all (counted by interposing malloc & co.; not in
  *     sanitizer builds, which own the allocator). */
-#include "kernels/cpu.h"
+#include "kernels/runtime.h"
 #include "model/model.h"
 #include "t.h"
 

@@ -4,7 +4,7 @@
  * transposed product of MLA, AttnRes mixing and router selection with ties and
  * groups. */
 #include "io/config.h"
-#include "kernels/matmul.h"
+#include "kernels/kernels.h"
 #include "model/model.h"
 #include "model/ops.h"
 #include "quant/dtype.h"
@@ -135,7 +135,7 @@ TEST(transposed_product_matches_reference) {
     for (int i = 0; i < T * R; i++) x[i] = (float)t_rand();
     k3_wmat W = {
         .fmt = K3_W_F32, .rows = R, .cols = C, .data = (const uint8_t *)w, .row_stride = C * 4};
-    k3_wmat_tmatmul(&W, x, T, y);
+    k3_tmatmul_ref(&W, x, T, y);
     for (int t = 0; t < T; t++)
         for (int c = 0; c < C; c++) {
             double a = 0;

@@ -19,11 +19,7 @@
 #include "base/err.h"
 #include "base/mem.h"
 #include "io/safetensors.h"
-#include "kernels/cpu.h"
-#include "kernels/kbench.h"
-#include "kernels/matvec_i8.h"
-#include "kernels/membw.h"
-#include "kernels/mla_tile.h"
+#include "kernels/kernels.h"
 #include "model/prefetch.h"
 
 #include <omp.h>

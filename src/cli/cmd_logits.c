@@ -14,7 +14,7 @@
 #include "dist/dist.h"
 #include "dist/launch.h"
 #include "k3.h"
-#include "kernels/matvec_i8.h"
+#include "kernels/kernels.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -8,7 +8,7 @@
 #include "base/err.h"
 #include "base/mem.h"
 #include "gen/builtin.h"
-#include "kernels/matvec_i8.h"
+#include "kernels/kernels.h"
 #include "model/plan.h"
 #include "serve/guard.h"
 #include "serve/server.h"

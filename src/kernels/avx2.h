@@ -41,6 +41,16 @@ void k3_matmul_few_avx2(const k3_wmat *W, const float *X, int64_t T, float *Y);
 int k3_avx2_digit_planes(int bits, int64_t cols);
 void k3_matvec_affine_planes_avx2(const k3_wmat *W, const float *x, float *y);
 
+/* The AVX2 versions of the kda_ops.h ops (kda_ops_avx2.c): the conv of 8
+ * channels with kernel 4, and the delta-rule step for dk <= K3_KDA_VEC_MAX_DK. */
+void k3_conv8_k4_avx2(float *z, int64_t T, int64_t ld, const float *w, float *state, int64_t sld);
+void k3_kda_step_avx2(float *S, int dk, int dv, const float *q, const float *k, const float *v,
+                      const float *alpha, float beta, float *y);
+
+/* Tokens [t0, t1) of the transposed product Y = X W (tmatmul.h), in f32
+ * lanes; W->cols <= K3_TMATMUL_MAX_COLS. */
+void k3_tmatmul_block_avx2(const k3_wmat *W, const float *X, int64_t t0, int64_t t1, float *Y);
+
 /* The inputs of a row-parallel product, passed to the row-range workers. */
 typedef struct {
     const k3_wmat *W;

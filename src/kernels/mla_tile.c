@@ -10,7 +10,7 @@
 #include "kernels/mla_tile.h"
 
 #include "base/par.h"
-#include "kernels/cpu.h"
+#include "kernels/runtime.h"
 
 #include <math.h>
 #include <stdlib.h>

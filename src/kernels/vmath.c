@@ -75,3 +75,30 @@ void k3_vaxpy_d(double *y, double a, const float *x, int64_t n) {
         y[i] = y[i] + p;
     }
 }
+
+void k3_vdot_sumsq_d(const float *v, const float *w, int64_t n, double *dot, double *ss) {
+    if (use_vector()) {
+        k3_vdot_sumsq_d_avx2(v, w, n, dot, ss);
+        return;
+    }
+    double da = 0, ds = 0;
+    for (int64_t i = 0; i < n; i++) {
+        da += (double)v[i] * w[i];
+        ds += (double)v[i] * v[i];
+    }
+    *dot = da;
+    *ss = ds;
+}
+
+void k3_vmix_d(const float *const *rows, int m, int64_t off, const double *wt, int64_t n,
+               float *o) {
+    if (use_vector()) {
+        k3_vmix_d_avx2(rows, m, off, wt, n, o);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        double a = 0;
+        for (int j = 0; j < m; j++) a = fma(wt[j], (double)rows[j][off + i], a);
+        o[i] = (float)a;
+    }
+}

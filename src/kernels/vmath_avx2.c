@@ -12,6 +12,7 @@
 #include "kernels/vmath.h"
 
 #include <immintrin.h>
+#include <math.h>
 
 #define K3_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define K3_AVX2_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c")))
@@ -150,5 +151,54 @@ K3_AVX2 void k3_vaxpy_d_avx2(double *y, double a, const float *x, int64_t n) {
     for (; i < n; i++) {
         __m128d p = _mm_mul_sd(_mm_set_sd(a), _mm_set_sd((double)x[i]));
         y[i] = _mm_cvtsd_f64(_mm_add_sd(_mm_set_sd(y[i]), p));
+    }
+}
+
+/* Two double accumulators for each sum over 8 floats a step; the tail one
+ * element at a time in double. */
+K3_AVX2 void k3_vdot_sumsq_d_avx2(const float *v, const float *w, int64_t n, double *dot,
+                                  double *ss) {
+    __m256d a0 = _mm256_setzero_pd(), a1 = a0, s0 = a0, s1 = a0;
+    int64_t d = 0;
+    for (; d + 8 <= n; d += 8) {
+        __m256 x = _mm256_loadu_ps(v + d), y = _mm256_loadu_ps(w + d);
+        __m256d xl = _mm256_cvtps_pd(_mm256_castps256_ps128(x));
+        __m256d xh = _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1));
+        __m256d yl = _mm256_cvtps_pd(_mm256_castps256_ps128(y));
+        __m256d yh = _mm256_cvtps_pd(_mm256_extractf128_ps(y, 1));
+        a0 = _mm256_fmadd_pd(xl, yl, a0);
+        a1 = _mm256_fmadd_pd(xh, yh, a1);
+        s0 = _mm256_fmadd_pd(xl, xl, s0);
+        s1 = _mm256_fmadd_pd(xh, xh, s1);
+    }
+    double ad[4], sd[4];
+    _mm256_storeu_pd(ad, _mm256_add_pd(a0, a1));
+    _mm256_storeu_pd(sd, _mm256_add_pd(s0, s1));
+    double da = (ad[0] + ad[1]) + (ad[2] + ad[3]), ds = (sd[0] + sd[1]) + (sd[2] + sd[3]);
+    for (; d < n; d++) {
+        da += (double)v[d] * w[d];
+        ds += (double)v[d] * v[d];
+    }
+    *dot = da;
+    *ss = ds;
+}
+
+/* Four outputs a step, the rows in order, one FMA per row; the tail one
+ * output at a time through fma(), the same arithmetic. */
+K3_AVX2 void k3_vmix_d_avx2(const float *const *rows, int m, int64_t off, const double *wt,
+                            int64_t n, float *o) {
+    int64_t d = 0;
+    for (; d + 4 <= n; d += 4) {
+        __m256d a = _mm256_setzero_pd();
+        for (int j = 0; j < m; j++) {
+            __m256d c = _mm256_cvtps_pd(_mm_loadu_ps(rows[j] + off + d));
+            a = _mm256_fmadd_pd(_mm256_set1_pd(wt[j]), c, a);
+        }
+        _mm_storeu_ps(o + d, _mm256_cvtpd_ps(a));
+    }
+    for (; d < n; d++) {
+        double a = 0;
+        for (int j = 0; j < m; j++) a = fma(wt[j], (double)rows[j][off + d], a);
+        o[d] = (float)a;
     }
 }

@@ -6,95 +6,14 @@
  * the step, the gated norm) runs in one parallel pass over heads, so no
  * serial elementwise loop leaves a thread waiting. Activations live in a
  * grow-only per-thread scratch buffer: no allocation per call. */
-#include "model/kda.h"
 #include "base/par.h"
-#include "kernels/cpu.h"
-#include "kernels/matmul.h"
-#include "kernels/mvset.h"
-#include "kernels/scratch.h"
-#include "kernels/vmath.h"
+#include "kernels/kernels.h"
 #include "model/model.h"
 #include "model/ops.h"
 #include "model/rowpar.h"
 
-#include <immintrin.h>
 #include <math.h>
 #include <string.h>
-
-#define K3_AVX2_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c")))
-
-/* The causal conv of one channel over T tokens (z at stride ld, its K-1
- * history in state at stride sld, oldest first, updated); z gets the
- * pre-activation sums, accumulated in double. */
-static void conv_channel(float *z, int64_t T, int64_t ld, const float *wc, int K, float *state,
-                         int64_t sld) {
-    float hist[16]; /* the last K-1 inputs, oldest first (K <= 17) */
-    for (int j = 0; j < K - 1; j++) hist[j] = state[j * sld];
-    for (int64_t t = 0; t < T; t++) {
-        float zt = z[t * ld];
-        double u = (double)wc[K - 1] * zt;
-        for (int j = 0; j < K - 1; j++) {
-            double p = (double)wc[j] * hist[j]; /* own statement: never contracted into */
-            u += p;                             /* an FMA, so conv8_k4 matches bitwise */
-        }
-        for (int j = 0; j + 1 < K - 1; j++) hist[j] = hist[j + 1];
-        if (K > 1) hist[K - 2] = zt;
-        z[t * ld] = (float)u;
-    }
-    for (int j = 0; j < K - 1; j++) state[j * sld] = hist[j];
-}
-
-/* conv_channel for 8 adjacent channels with kernel 4 (the release value):
- * channels in vector lanes, the same double products and sums in the same
- * order (conv_channel keeps the product in its own statement, so no
- * compiler contracts it into an FMA), so every lane's bits are those of
- * conv_channel. z, w and state as in conv_channel, with
- * channel i at +i (w at +i*4). */
-__attribute__((target("avx2,fma,f16c"))) static void
-conv8_k4(float *z, int64_t T, int64_t ld, const float *w, float *state, int64_t sld) {
-    __m256d wl[4], wh[4], hl[3], hh[3];
-    for (int j = 0; j < 4; j++) {
-        wl[j] = _mm256_setr_pd(w[j], w[4 + j], w[8 + j], w[12 + j]);
-        wh[j] = _mm256_setr_pd(w[16 + j], w[20 + j], w[24 + j], w[28 + j]);
-    }
-    for (int j = 0; j < 3; j++) {
-        __m256 s = _mm256_loadu_ps(state + j * sld);
-        hl[j] = _mm256_cvtps_pd(_mm256_castps256_ps128(s));
-        hh[j] = _mm256_cvtps_pd(_mm256_extractf128_ps(s, 1));
-    }
-    for (int64_t t = 0; t < T; t++) {
-        __m256 zt = _mm256_loadu_ps(z + t * ld);
-        __m256d zl = _mm256_cvtps_pd(_mm256_castps256_ps128(zt));
-        __m256d zh = _mm256_cvtps_pd(_mm256_extractf128_ps(zt, 1));
-        __m256d ul = _mm256_mul_pd(wl[3], zl), uh = _mm256_mul_pd(wh[3], zh);
-        for (int j = 0; j < 3; j++) {
-            ul = _mm256_add_pd(ul, _mm256_mul_pd(wl[j], hl[j]));
-            uh = _mm256_add_pd(uh, _mm256_mul_pd(wh[j], hh[j]));
-        }
-        hl[0] = hl[1], hl[1] = hl[2], hl[2] = zl;
-        hh[0] = hh[1], hh[1] = hh[2], hh[2] = zh;
-        _mm256_storeu_ps(z + t * ld, _mm256_set_m128(_mm256_cvtpd_ps(uh), _mm256_cvtpd_ps(ul)));
-    }
-    for (int j = 0; j < 3; j++)
-        _mm256_storeu_ps(state + j * sld,
-                         _mm256_set_m128(_mm256_cvtpd_ps(hh[j]), _mm256_cvtpd_ps(hl[j])));
-}
-
-static int conv_vector(int K) {
-    return K == 4 && k3_cpu_has_avx2() && k3_kernels_active() != K3_KERNELS_REF;
-}
-
-/* Channels [c0, c0+8) or the single channel c0 of a conv, by work item: the
- * C channels are ceil(C/8) items of 8 (the last one shorter, done one channel
- * at a time), so lanes and the scalar path agree bit for bit. */
-static void conv_item(float *z, int64_t T, int64_t ld, int64_t c0, int64_t n, const float *w, int K,
-                      float *state, int64_t sld) {
-    if (n == 8 && conv_vector(K)) {
-        conv8_k4(z + c0, T, ld, w + c0 * K, state + c0, sld);
-        return;
-    }
-    for (int64_t c = c0; c < c0 + n; c++) conv_channel(z + c, T, ld, w + c * K, K, state + c, sld);
-}
 
 /* Below this many conv outputs (tokens x channels) the conv and SiLU run on
  * the calling thread: one decode token of K3 (3 x 12288 channels) is ~10 us
@@ -110,7 +29,7 @@ static void conv_silu(float *z, int64_t T, int64_t ld, int64_t col0, int64_t C, 
 #pragma omp for schedule(static)
     for (int64_t it = 0; it < items; it++) {
         int64_t c0 = it * 8, n = C - c0 < 8 ? C - c0 : 8;
-        conv_item(z + col0, T, ld, c0, n, w, K, state + col0, sld);
+        k3_conv_channels(z + col0 + c0, T, ld, n, w + c0 * K, K, state + col0 + c0, sld);
     }
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < T; t++) k3_vsilu(z + t * ld + col0, z + t * ld + col0, C);
@@ -151,12 +70,13 @@ static void conv3_silu(float *const zb[3], const k3_segs *sg, int64_t T, int64_t
         float *z = zb[b] + t0 * P, *state = (rec ? rec->conv : sg->c[s]->conv) + b * P;
         const float *wb = w + b * P * K;
         if (!at) {
-            conv_item(z, ts, P, c0, n, wb, K, state, 3 * P);
+            k3_conv_channels(z + c0, ts, P, n, wb + c0 * K, K, state + c0, 3 * P);
             continue;
         }
-        conv_item(z, at, P, c0, n, wb, K, state, 3 * P);
+        k3_conv_channels(z + c0, at, P, n, wb + c0 * K, K, state + c0, 3 * P);
         copy_conv_state(sg->snap[s]->conv + b * P, state, c0, n, K, 3 * P);
-        if (at < ts) conv_item(z + at * P, ts - at, P, c0, n, wb, K, state, 3 * P);
+        if (at < ts)
+            k3_conv_channels(z + at * P + c0, ts - at, P, n, wb + c0 * K, K, state + c0, 3 * P);
     }
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < 3 * T; r++) {
@@ -180,124 +100,6 @@ static void kda_conv3(float *const zb[3], const k3_segs *sg, int64_t T, int64_t 
     }
 #pragma omp parallel
     conv3_silu(zb, sg, T, P, w, K);
-}
-
-/* One gated delta-rule step for one head: S [dv, dk] (row i = value index). */
-void k3_kda_step_ref(float *S, int dk, int dv, const float *q, const float *k, const float *v,
-                     const float *alpha, float beta, float *y) {
-    for (int i = 0; i < dv; i++) {
-        float *Si = S + (int64_t)i * dk;
-        double m = 0;
-        for (int j = 0; j < dk; j++) {
-            Si[j] *= alpha[j];
-            m += (double)Si[j] * k[j];
-        }
-        float delta = beta * (v[i] - (float)m);
-        double o = 0;
-        for (int j = 0; j < dk; j++) {
-            Si[j] += delta * k[j];
-            o += (double)Si[j] * q[j];
-        }
-        y[i] = (float)o;
-    }
-}
-
-K3_AVX2_INLINE __m256d lo_pd(__m256 v) {
-    return _mm256_cvtps_pd(_mm256_castps256_ps128(v));
-}
-K3_AVX2_INLINE __m256d hi_pd(__m256 v) {
-    return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
-}
-K3_AVX2_INLINE double hsum_pd(__m256d a, __m256d b, __m256d c, __m256d d) {
-    __m256d s = _mm256_add_pd(_mm256_add_pd(a, b), _mm256_add_pd(c, d));
-    __m128d h = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
-    return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
-}
-
-/* Si *= alpha, then return Si . k in double (kd = k widened). Four
- * accumulators over 16 floats a step hide the FMA latency. */
-K3_AVX2_INLINE double decay_dot(float *Si, const float *alpha, const float *k, const double *kd,
-                                int dk) {
-    __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
-    int j = 0;
-    for (; j + 16 <= dk; j += 16) {
-        __m256 s0 = _mm256_mul_ps(_mm256_loadu_ps(Si + j), _mm256_loadu_ps(alpha + j));
-        __m256 s1 = _mm256_mul_ps(_mm256_loadu_ps(Si + j + 8), _mm256_loadu_ps(alpha + j + 8));
-        _mm256_storeu_ps(Si + j, s0), _mm256_storeu_ps(Si + j + 8, s1);
-        a0 = _mm256_fmadd_pd(lo_pd(s0), _mm256_loadu_pd(kd + j), a0);
-        a1 = _mm256_fmadd_pd(hi_pd(s0), _mm256_loadu_pd(kd + j + 4), a1);
-        a2 = _mm256_fmadd_pd(lo_pd(s1), _mm256_loadu_pd(kd + j + 8), a2);
-        a3 = _mm256_fmadd_pd(hi_pd(s1), _mm256_loadu_pd(kd + j + 12), a3);
-    }
-    for (; j + 8 <= dk; j += 8) {
-        __m256 s0 = _mm256_mul_ps(_mm256_loadu_ps(Si + j), _mm256_loadu_ps(alpha + j));
-        _mm256_storeu_ps(Si + j, s0);
-        a0 = _mm256_fmadd_pd(lo_pd(s0), _mm256_loadu_pd(kd + j), a0);
-        a1 = _mm256_fmadd_pd(hi_pd(s0), _mm256_loadu_pd(kd + j + 4), a1);
-    }
-    double m = hsum_pd(a0, a1, a2, a3);
-    for (; j < dk; j++) {
-        Si[j] *= alpha[j];
-        m += (double)Si[j] * k[j];
-    }
-    return m;
-}
-
-/* Si += delta k (one FMA rounding), then return Si . q in double. */
-K3_AVX2_INLINE double update_dot(float *Si, float delta, const float *k, const double *qd,
-                                 const float *q, int dk) {
-    __m256 dl = _mm256_set1_ps(delta);
-    __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
-    int j = 0;
-    for (; j + 16 <= dk; j += 16) {
-        __m256 s0 = _mm256_fmadd_ps(dl, _mm256_loadu_ps(k + j), _mm256_loadu_ps(Si + j));
-        __m256 s1 = _mm256_fmadd_ps(dl, _mm256_loadu_ps(k + j + 8), _mm256_loadu_ps(Si + j + 8));
-        _mm256_storeu_ps(Si + j, s0), _mm256_storeu_ps(Si + j + 8, s1);
-        a0 = _mm256_fmadd_pd(lo_pd(s0), _mm256_loadu_pd(qd + j), a0);
-        a1 = _mm256_fmadd_pd(hi_pd(s0), _mm256_loadu_pd(qd + j + 4), a1);
-        a2 = _mm256_fmadd_pd(lo_pd(s1), _mm256_loadu_pd(qd + j + 8), a2);
-        a3 = _mm256_fmadd_pd(hi_pd(s1), _mm256_loadu_pd(qd + j + 12), a3);
-    }
-    for (; j + 8 <= dk; j += 8) {
-        __m256 s0 = _mm256_fmadd_ps(dl, _mm256_loadu_ps(k + j), _mm256_loadu_ps(Si + j));
-        _mm256_storeu_ps(Si + j, s0);
-        a0 = _mm256_fmadd_pd(lo_pd(s0), _mm256_loadu_pd(qd + j), a0);
-        a1 = _mm256_fmadd_pd(hi_pd(s0), _mm256_loadu_pd(qd + j + 4), a1);
-    }
-    double o = hsum_pd(a0, a1, a2, a3);
-    for (; j < dk; j++) {
-        Si[j] = fmaf(delta, k[j], Si[j]);
-        o += (double)Si[j] * q[j];
-    }
-    return o;
-}
-
-/* Each row of S is touched twice in a row (decay + k-dot, update + q-dot)
- * while it sits in L1. */
-__attribute__((target("avx2,fma,f16c"))) void k3_kda_step_avx2(float *S, int dk, int dv,
-                                                               const float *q, const float *k,
-                                                               const float *v, const float *alpha,
-                                                               float beta, float *y) {
-    double kd[K3_KDA_VEC_MAX_DK], qd[K3_KDA_VEC_MAX_DK];
-    for (int j = 0; j < dk; j++) kd[j] = k[j], qd[j] = q[j];
-    for (int i = 0; i < dv; i++) {
-        float *Si = S + (int64_t)i * dk;
-        double m = decay_dot(Si, alpha, k, kd, dk);
-        float delta = beta * (v[i] - (float)m);
-        y[i] = (float)update_dot(Si, delta, k, qd, q, dk);
-    }
-}
-
-static int kda_vector_step(int dk) {
-    return k3_kernels_active() != K3_KERNELS_REF && dk <= K3_KDA_VEC_MAX_DK;
-}
-
-void k3_kda_step(float *S, int dk, int dv, const float *q, const float *k, const float *v,
-                 const float *alpha, float beta, float *y) {
-    if (kda_vector_step(dk))
-        k3_kda_step_avx2(S, dk, dv, q, k, v, alpha, beta, y);
-    else
-        k3_kda_step_ref(S, dk, dv, q, k, v, alpha, beta, y);
 }
 
 /* Decay alpha[d] of head h from the gate logits a (in place, hd channels). */
@@ -343,7 +145,7 @@ static kda_bufs kda_scratch(int64_t T, int64_t P, int H, int hd) {
 /* One head of one sequence, token by token: L2-normalise q and k, decay,
  * beta, the step, the gated output norm. */
 static void kda_head(const k3_config *cf, const k3_kda_w *w, const k3_segs *sg, const kda_bufs *b,
-                     int64_t sh, int vec, float qscale) {
+                     int64_t sh, float qscale) {
     int H = cf->kda_heads, hd = cf->kda_head_dim;
     int64_t P = (int64_t)H * hd, s = sh / H;
     int h = (int)(sh % H);
@@ -361,10 +163,7 @@ static void kda_head(const k3_config *cf, const k3_kda_w *w, const k3_segs *sg, 
         k3_l2norm_scaled(k, hd, 1e-6, 1.0f);
         kda_decay_head(cf, w, h, a);
         float beta = k3_sigmoid(b->beta[t * H + h]);
-        if (vec)
-            k3_kda_step_avx2(S, hd, hd, q, k, b->v + o, a, beta, b->y + o);
-        else
-            k3_kda_step_ref(S, hd, hd, q, k, b->v + o, a, beta, b->y + o);
+        k3_kda_step(S, hd, hd, q, k, b->v + o, a, beta, b->y + o);
         kda_gate_out(cf, w, b->y + o, b->g + o);
         if (at && t == snap_t) /* the state after the snapshot's last row */
             memcpy(sg->snap[s]->S + (int64_t)h * hd * hd, S, sizeof(float) * (size_t)hd * hd);
@@ -377,14 +176,13 @@ static void kda_head(const k3_config *cf, const k3_kda_w *w, const k3_segs *sg, 
 static void kda_heads(const k3_config *cf, const k3_kda_w *w, const k3_segs *sg,
                       const kda_bufs *b) {
     const int64_t n = (int64_t)sg->n * cf->kda_heads;
-    const int vec = kda_vector_step(cf->kda_head_dim);
     const float qscale = 1.0f / sqrtf((float)cf->kda_head_dim);
     if (!k3_par_worth(1)) { /* no region of one thread (base/par.h) */
-        for (int64_t sh = 0; sh < n; sh++) kda_head(cf, w, sg, b, sh, vec, qscale);
+        for (int64_t sh = 0; sh < n; sh++) kda_head(cf, w, sg, b, sh, qscale);
         return;
     }
 #pragma omp parallel for schedule(dynamic, 1) /* a preempted thread's heads go to the other */
-    for (int64_t sh = 0; sh < n; sh++) kda_head(cf, w, sg, b, sh, vec, qscale);
+    for (int64_t sh = 0; sh < n; sh++) kda_head(cf, w, sg, b, sh, qscale);
 }
 
 static void kda_products(const k3_config *cf, const k3_kda_w *w, const k3_segs *sg, const float *x,

@@ -17,25 +17,18 @@
 #include "base/err.h"
 #include "base/mem.h"
 #include "base/par.h"
-#include "kernels/cpu.h"
-#include "kernels/mla_tile.h"
-#include "kernels/matmul.h"
-#include "kernels/mvset.h"
-#include "kernels/vmath.h"
+#include "kernels/kernels.h"
 #include "model/model.h"
 #include "model/ops.h"
 #include "model/rowpar.h"
 
-#include <immintrin.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MLA_AVX2 __attribute__((target("avx2,fma")))
-
 static int use_ref(void) {
-    return k3_kernels_active() == K3_KERNELS_REF || !k3_cpu_has_avx2(); /* cached (cpu.c) */
+    return k3_kernels_active() == K3_KERNELS_REF || !k3_cpu_has_avx2(); /* cached (runtime.c) */
 }
 
 static int cache_grow(k3_layer_cache *c, int64_t need, int r, int rope) {
@@ -137,58 +130,14 @@ static int mla_append(const k3_model *m, const k3_mla_w *w, const k3_segs *sg, c
 
 /* ---- products with the per-head up-projections ----------------------------- */
 
-MLA_AVX2 static void axpy1_avx2(float *y, float w, const float *x, int n) {
-    __m256 wv = _mm256_set1_ps(w);
-    int i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(y + i,
-                         _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-    for (; i < n; i++) y[i] = fmaf(w, x[i], y[i]);
-}
-
-#define TMAT_MAX_COLS 4096 /* the decoded row lives on the stack */
-#define TMAT_TOKENS 64     /* tokens per block: each block decodes W once */
-
-/* Tokens [t0, t1) of Y[T, W.cols] = X W (X [T, W.rows]) in f32 lanes: each row
- * of W is decoded once and added into every token's output. */
-MLA_AVX2 static void tmatmul_block_avx2(const k3_wmat *W, const float *X, int64_t t0, int64_t t1,
-                                        float *Y) {
-    int64_t R = W->rows, C = W->cols;
-    float row[TMAT_MAX_COLS];
-    memset(Y + t0 * C, 0, sizeof(float) * (size_t)((t1 - t0) * C));
-    for (int64_t r = 0; r < R; r++) {
-        k3_wmat_row(W, r, 0, C, row);
-        for (int64_t t = t0; t < t1; t++) axpy1_avx2(Y + t * C, X[t * R + r], row, (int)C);
-    }
-}
-
-/* The transposed product with blocks of tokens over the threads. */
-static void tmatmul_fast(const k3_wmat *W, const float *X, int64_t T, float *Y) {
-    int64_t nblk = (T + TMAT_TOKENS - 1) / TMAT_TOKENS;
-    if (!k3_par_worth(nblk > 1)) { /* no region of one thread (base/par.h) */
-        for (int64_t b = 0; b < nblk; b++) {
-            int64_t t1 = (b + 1) * TMAT_TOKENS;
-            tmatmul_block_avx2(W, X, b * TMAT_TOKENS, t1 < T ? t1 : T, Y);
-        }
-        return;
-    }
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int64_t b = 0; b < nblk; b++) {
-        int64_t t1 = (b + 1) * TMAT_TOKENS;
-        tmatmul_block_avx2(W, X, b * TMAT_TOKENS, t1 < T ? t1 : T, Y);
-    }
-}
-
 /* Y = X W^T-side product of head h's W_UK: transpose = 0 gives keys [T, nope]
  * from latents, 1 gives absorbed queries [T, r] from no-RoPE queries. The HF
  * layout stores W_UK [nope, r], MLX stores W_UK^T. */
 static void uk_apply(const k3_mla_w *w, int h, const float *X, int64_t T, float *Y, int transpose) {
     if (w->uk_transposed == transpose)
         k3_matmul(&w->uk[h], X, T, Y);
-    else if (use_ref() || w->uk[h].cols > TMAT_MAX_COLS)
-        k3_wmat_tmatmul(&w->uk[h], X, T, Y);
     else
-        tmatmul_fast(&w->uk[h], X, T, Y);
+        k3_tmatmul(&w->uk[h], X, T, Y);
 }
 
 /* y_h = W[h] x_h for the nh heads (x_h = x + h*ldx, y_h = y + h*ldy) as sets
@@ -214,19 +163,15 @@ static void absorb_one_row(const k3_mla_w *w, int nh, const float *qn, int nope,
         heads_set(w->uk, nh, qn, nope, qa, r);
         return;
     }
-    if (use_ref() || w->uk[0].cols > TMAT_MAX_COLS) {
+    if (use_ref() || w->uk[0].cols > K3_TMATMUL_MAX_COLS ||
+        !k3_par_worth((int64_t)nh * nope * r >= 65536)) {
         for (int h = 0; h < nh; h++)
-            uk_apply(w, h, qn + (int64_t)h * nope, 1, qa + (int64_t)h * r, 1);
-        return;
-    }
-    if (!k3_par_worth((int64_t)nh * nope * r >= 65536)) {
-        for (int h = 0; h < nh; h++)
-            tmatmul_block_avx2(&w->uk[h], qn + (int64_t)h * nope, 0, 1, qa + (int64_t)h * r);
+            k3_tmatmul_serial(&w->uk[h], qn + (int64_t)h * nope, 1, qa + (int64_t)h * r);
         return;
     }
 #pragma omp parallel for schedule(static)
     for (int h = 0; h < nh; h++)
-        tmatmul_block_avx2(&w->uk[h], qn + (int64_t)h * nope, 0, 1, qa + (int64_t)h * r);
+        k3_tmatmul_serial(&w->uk[h], qn + (int64_t)h * nope, 1, qa + (int64_t)h * r);
 }
 
 /* ---- the attention ------------------------------------------------------------ */

@@ -6,7 +6,7 @@
 #include "base/mem.h"
 #include "base/par.h"
 #include "base/progress.h"
-#include "kernels/matmul.h"
+#include "kernels/kernels.h"
 #include "model/model.h"
 #include "model/ops.h"
 #include "model/follow.h"

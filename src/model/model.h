@@ -239,11 +239,10 @@ void k3_attnres_mix_ref(float *const *R, int n, const float *p, const float *w, 
 int k3_forward_batch_path(k3_batch_item *items, int n, int path);
 /* k3_forward with a forced MLA path ('A' expanded, 'B' absorbed, 0 automatic); for tests. */
 int k3_forward_path(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, int all, int path);
-/* KDA pieces, exposed for unit tests: conv over [state; z] + SiLU, and one recurrence step. */
+/* KDA's conv over [state; z] + SiLU, exposed for unit tests (its recurrence
+ * step is k3_kda_step, kernels/kda_ops.h). */
 void k3_kda_conv(float *z, int64_t T, int64_t ld, int64_t col0, int64_t C, const float *w, int K,
                  float *state, int64_t sld);
-void k3_kda_step(float *S, int dk, int dv, const float *q, const float *k, const float *v,
-                 const float *alpha, float beta, float *y);
 
 /* Sequence state blocks (states.c; a block's bytes: k3_model_state_bytes):
  * the floats of a KDA layer's conv and S (each rounded up to 64 bytes), and

@@ -1,14 +1,11 @@
-/* ops.c — norms, SiTU, softmax and the transposed weight product (see ops.h).
+/* ops.c — norms, SiTU and softmax (see ops.h).
  * The sums of squares and SiTU run on kernels/vmath.h (AVX2, or libm under
  * K3_KERNELS=ref). */
 #include "model/ops.h"
-#include "base/mem.h"
 #include "base/par.h"
-#include "kernels/vmath.h"
+#include "kernels/kernels.h"
 
 #include <omp.h>
-
-#include <stdlib.h>
 
 /* Arrays shorter than this run on the calling thread (a parallel region costs
  * more than the work); the split is bitwise safe because every vmath result
@@ -64,23 +61,4 @@ void k3_softmax(float *x, int64_t n) {
     }
     float inv = (float)(1.0 / sum);
     for (int64_t i = 0; i < n; i++) x[i] *= inv;
-}
-
-/* Reads each row of W once and scatters it into every output row (axpy form),
- * accumulating in double. */
-void k3_wmat_tmatmul(const k3_wmat *W, const float *X, int64_t T, float *Y) {
-    int64_t R = W->rows, C = W->cols;
-    double *acc = k3_xcalloc((size_t)(T * C > 0 ? T * C : 1), sizeof *acc);
-    float *row = k3_xmalloc(sizeof(float) * (size_t)(C ? C : 1));
-    for (int64_t r = 0; r < R; r++) {
-        k3_wmat_row(W, r, 0, C, row);
-        for (int64_t t = 0; t < T; t++) {
-            double xv = X[t * R + r];
-            double *a = acc + t * C;
-            for (int64_t c = 0; c < C; c++) a[c] += xv * row[c];
-        }
-    }
-    for (int64_t i = 0; i < T * C; i++) Y[i] = (float)acc[i];
-    free(row);
-    free(acc);
 }

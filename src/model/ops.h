@@ -1,9 +1,7 @@
 /* ops.h — the small element-wise and reduction ops of the K3 forward pass.
  *
  * All in f32 storage with double accumulation for the reductions (RMS, L2,
- * softmax sums), which keeps the engine within ~1e-6 of the float64 oracle.
- * wmat_tmatmul is the transposed product the absorbed MLA path needs; it lives
- * here (not in kernels/) because only MLA uses it. */
+ * softmax sums), which keeps the engine within ~1e-6 of the float64 oracle. */
 #ifndef K3_MODEL_OPS_H
 #define K3_MODEL_OPS_H
 
@@ -42,7 +40,5 @@ void k3_rmsnorm_rows(const float *x, int64_t T, int64_t n, const float *w, doubl
 void k3_l2norm_scaled(float *x, int64_t n, double eps, float scale);
 /* In-place softmax over n values (n >= 1; -INFINITY entries get weight 0). */
 void k3_softmax(float *x, int64_t n);
-/* Y[t, c] = sum_r W[r, c] X[t, r]: X is [T, rows], Y is [T, cols]. */
-void k3_wmat_tmatmul(const k3_wmat *W, const float *X, int64_t T, float *Y);
 
 #endif

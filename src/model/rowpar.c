@@ -16,9 +16,7 @@
 
 #include "base/mem.h"
 #include "base/par.h"
-#include "kernels/matmul.h"
-#include "kernels/scratch.h"
-#include "kernels/steal.h"
+#include "kernels/kernels.h"
 
 /* Tokens per pass: bounds the per-block buffers of a long prefill. */
 #define TCHUNK 256

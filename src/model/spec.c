@@ -19,6 +19,7 @@
  * the state per verify step than plain decoding, no more weight reads. */
 #include "base/err.h"
 #include "base/mem.h"
+#include "kernels/kernels.h"
 #include "model/model.h"
 #include "model/ops.h"
 

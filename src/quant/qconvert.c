@@ -7,7 +7,8 @@
  *            group (= one shard at most) per job;
  *   produce  per shard, each job's rows are materialized as f32 a chunk at a
  *            time (one expert matrix, or <= 16 MB of rows), quantized, and
- *            pwritten at their offsets; consumed input pages are dropped. */
+ *            pwritten at their offsets; consumed input pages are dropped
+ *            (the row functions are in qjob.c, shared with the check). */
 #include "quant/qconvert.h"
 #include "quant/qconvert_impl.h"
 
@@ -43,22 +44,6 @@ static int is_float(k3_dtype d) {
     return d == K3_DT_F32 || d == K3_DT_F16 || d == K3_DT_BF16;
 }
 
-static void span_f32(const k3_tensor *t, int64_t i0, int64_t n, float *o) {
-    if (t->dtype == K3_DT_F32) {
-        memcpy(o, t->data + 4 * i0, sizeof(float) * (size_t)n);
-        return;
-    }
-    for (int64_t i = 0; i < n; i++) o[i] = k3_tensor_f32_at(t, i0 + i);
-}
-
-/* Drop every input page from this process (they stay in the page cache).
- * Called after each chunk: whole maps rather than the consumed ranges, since
- * the kernel maps neighbouring cached pages on a fault (fault-around), which
- * would otherwise stay resident until the end. The mapping is read-only, so a
- * dropped page still needed is simply read again. */
-void k3_qc_drop_inputs(const k3_st *st) {
-    k3_st_drop_pages(st);
-}
 static void will_need(const k3_tensor *t) {
     long pg = sysconf(_SC_PAGESIZE);
     uintptr_t a = (uintptr_t)t->data & ~((uintptr_t)pg - 1);
@@ -290,7 +275,7 @@ static int plan_kda(qc *q, int layer) {
     int64_t sh[1] = {H < N ? H : N};
     qjob *j = new_job(q, J_F32, n);
     j->vals = k3_xmalloc(sizeof(float) * (size_t)(sh[0] ? sh[0] : 1));
-    span_f32(al, 0, sh[0], j->vals);
+    k3_qc_span_f32(al, 0, sh[0], j->vals);
     return declare(q, j, n, "F32", sh, 1);
 }
 
@@ -400,63 +385,6 @@ static int plan(qc *q) {
 }
 
 /* ---- producing ---- */
-
-/* Rows [r0, r0+n) of a Linear job as f32. */
-void k3_qc_job_rows(const qjob *j, int64_t r0, int64_t n, float *o) {
-    const int64_t C = j->cols;
-    for (int64_t r = r0; r < r0 + n; r++, o += C) {
-        switch (j->xf) {
-        case X_PLAIN:
-            span_f32(j->src[0], r * C, C, o);
-            break;
-        case X_CAT: {
-            int64_t rr = r;
-            int i = 0;
-            while (rr >= j->src[i]->shape[0]) rr -= j->src[i++]->shape[0];
-            span_f32(j->src[i], rr * C, C, o);
-            break;
-        }
-        case X_EMBQ: { /* [H, r, nope]: row (h, jj) = column jj of the first nope rows of block h */
-            int64_t R = j->shape[1], h = r / R, jj = r % R;
-            for (int64_t i = 0; i < C; i++)
-                o[i] = k3_tensor_f32_at(j->src[0], (h * (j->nope + j->vd) + i) * R + jj);
-            break;
-        }
-        case X_UNEMB: { /* [H, vd, r] */
-            int64_t h = r / j->vd, v = r % j->vd;
-            span_f32(j->src[0], (h * (j->nope + j->vd) + j->nope + v) * C, C, o);
-            break;
-        }
-        default: { /* X_EXPERTS */
-            int64_t R = j->shape[1], e = r / R, rr = r % R;
-            const k3_tensor *pk = j->src[e], *sc = j->src2[e];
-            if (sc) {
-                k3_wmat w = k3_wmat_mxfp4(R, C, pk->data, sc->data);
-                k3_wmat_row(&w, rr, 0, C, o);
-            } else {
-                span_f32(pk, rr * C, C, o);
-            }
-        }
-        }
-    }
-}
-
-void k3_qc_store(const float *f, int64_t n, k3_dtype dt, uint8_t *out) {
-    for (int64_t i = 0; i < n; i++) {
-        if (dt == K3_DT_F32) {
-            memcpy(out + 4 * i, &f[i], 4);
-        } else {
-            uint16_t h = dt == K3_DT_F16 ? k3_f32_to_f16(f[i]) : k3_f32_to_bf16(f[i]);
-            memcpy(out + 2 * i, &h, 2);
-        }
-    }
-}
-
-int k3_qc_quantize(const qjob *j, const float *f, int64_t n, uint8_t *codes, uint8_t *sc,
-                   uint8_t *bi) {
-    return j->mx ? k3_quantize_mxfp4(f, n, j->cols, codes, sc)
-                 : k3_quantize_affine(f, n, j->cols, j->bits, j->group, K3_W_BF16, codes, sc, bi);
-}
 
 static int run_linear(qc *q, const qjob *j) {
     const int64_t C = j->cols;

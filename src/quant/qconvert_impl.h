@@ -1,6 +1,6 @@
 /* qconvert_impl.h — what quant/qconvert.c (conversion) and quant/qverify.c
  * (checking its output against the input) share: the plan's jobs and the
- * functions that produce a job's rows. Private to src/quant. */
+ * functions that produce a job's rows (qjob.c). Private to src/quant. */
 #ifndef K3_QUANT_QCONVERT_IMPL_H
 #define K3_QUANT_QCONVERT_IMPL_H
 
@@ -43,6 +43,9 @@ typedef struct {
     k3_qconv_stats *stats;
 } qc;
 
+/* The functions below are in qjob.c, a leaf both files use. */
+/* Elements [i0, i0+n) of a float tensor as f32. */
+void k3_qc_span_f32(const k3_tensor *t, int64_t i0, int64_t n, float *o);
 /* Rows [r0, r0+n) of a Linear job as f32 (from the mapped input). */
 void k3_qc_job_rows(const qjob *j, int64_t r0, int64_t n, float *o);
 /* n values as dtype dt (F32/F16/BF16), as an unquantized Linear is stored. */
