@@ -27,6 +27,17 @@ const zodSchemas = {
     count: z.number().int(), price: z.number().positive().max(1000), nick: z.string().optional(), note: z.string().nullable(),
     role: z.enum(["admin", "user"]), kind: z.literal("person"), tags: z.array(z.string().max(8)).min(1).max(3),
     day: z.iso.date(), ip: z.ipv4(), code: z.string().regex(/^[a-z]{2}\d{2}$/), v6: z.ipv6(), choice: z.union([z.string(), z.number()]) }),
+  // object unions: a discriminated union, a plain union of objects told
+  // apart by a property each alone has, and records
+  zod_unions: z.object({
+    shape: z.discriminatedUnion("kind", [z.object({ kind: z.literal("circle"), r: z.number().positive().max(10) }),
+      z.object({ kind: z.literal("rect"), w: z.number().int().min(1).max(9), h: z.number().int().min(1).max(9) }),
+      z.object({ kind: z.enum(["dot", "none"]) })]),
+    contact: z.union([z.object({ email: z.email(), name: z.string().max(12) }), z.object({ phone: z.string().regex(/^\+\d{6,9}$/), name: z.string().max(12) }),
+      z.null()]),
+    scores: z.record(z.string(), z.number().int().min(0).max(100)),
+    flags: z.record(z.enum(["a", "b"]), z.boolean()),
+  }),
 };
 const pyd = JSON.parse(readFileSync(new URL("./schemas/pydantic.json", import.meta.url), "utf8"));
 delete pyd._comment;
