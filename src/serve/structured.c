@@ -120,16 +120,19 @@ static k3_gnode *tool_args(k3_gram *g, const json_t *fn, char *msg, size_t cap, 
     json_t *params = opt(fn, "parameters");
     if (!params) return k3_g_freeobj(g, k3_g_any(g));
     k3_gnode *n = k3_schema_compile(g, params, msg, cap, too_complex);
-    if (n && n->kind != K3_G_OBJECT && n->kind != K3_G_FREEOBJ &&
-        !(n->kind == K3_G_LIT && n->lit.len == 2 && n->lit.s[0] == '{')) {
+    int object = n != NULL;
+    for (int sym = 0; n && sym < K3_SYM_COUNT; sym++) /* objects, or unions of them */
+        object &= k3_gnode_has_first(n, sym) == (sym == '{');
+    if (n && !object) {
         snprintf(msg, cap, "the parameters schema must describe an object");
         return NULL;
     }
     return n;
 }
 
-/* One call of one tool, keyed by `<|open|>call tool="NAME"`. */
-static void call_pair(k3_gram *g, const char *name, k3_gnode *args, k3_gsyms *key,
+/* One call of one tool, keyed by `<|open|>call tool="NAME"`; its index
+ * attribute (1-based, as chat rendering writes it) is at most max_index. */
+static void call_pair(k3_gram *g, const char *name, k3_gnode *args, int max_index, k3_gsyms *key,
                       k3_gnode **rest) {
     char *esc = xtml_esc(name);
     size_t n = strlen(esc) + 32;
@@ -137,7 +140,8 @@ static void call_pair(k3_gram *g, const char *name, k3_gnode *args, k3_gsyms *ke
     snprintf(spec, n, "{O}call tool=\"%s\"", esc);
     k3_gnode *lit = k3_g_lit_ctl(g, spec);
     *key = lit->lit;
-    k3_gnode *idx = k3_g_number(g, 1);
+    k3_numrange range = {1, max_index, 0};
+    k3_gnode *idx = k3_g_number_range(g, 1, &range);
     idx->integer |= 2; /* index="1": no sign */
     k3_gnode *kids[5] = {k3_g_lit_str(g, " index=\""), idx,
                          k3_g_lit_ctl(g, "\"{S}{O}json type=\"object\"{S}"), args,
@@ -248,7 +252,7 @@ int serve_structured_new(const serve_engine *e, const serve_req *q, const int32_
                         name, msg);
                 args = k3_g_freeobj(g, k3_g_any(g));
             }
-            call_pair(g, name, args, &keys[k], &rests[k]);
+            call_pair(g, name, args, named ? 1 : MAX_CALLS, &keys[k], &rests[k]);
             k++;
         }
         if (named && k == 0) {
