@@ -189,16 +189,19 @@ TEST(schema_patterns_and_formats) {
     CHECK(pattern_walks_ok("email", "^(?:[A-Za-z0-9_'+\\-]+\\.)*[A-Za-z0-9_'+\\-]*[A-Za-z0-9_+-]@"
                                     "(?:[A-Za-z0-9][A-Za-z0-9\\-]*\\.)+[A-Za-z]{2,}$"));
     CHECK(pattern_walks_ok("hostname", "^[a-z0-9]+(\\.[a-z0-9-]+)*$"));
-    /* zod's hostname pattern: its length lookahead times the label automaton
-     * passes the product bound: refused as too complex, naming the limit */
+    /* zod's hostname pattern: alone, its length lookahead times the label
+     * automaton passes the product bound (refused as too complex, naming the
+     * limit); beside format hostname (shorter strings) the lookahead is
+     * intersected with the format first and minimized away */
     {
+        const char *zod_host =
+            "^(?=.{1,253}\\.?$)[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\\.[a-"
+            "zA-Z0-9](?:[-0-9a-zA-Z]{0,61}[0-9a-zA-Z])?)*\\.?$";
+        CHECK(pattern_walks_ok("hostname", zod_host));
         k3_gram *g = k3_gram_new();
         char err[512];
         int tc = 0;
-        json_t *s =
-            json_pack("{s:s, s:s}", "type", "string", "pattern",
-                      "^(?=.{1,253}\\.?$)[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\\.[a-"
-                      "zA-Z0-9](?:[-0-9a-zA-Z]{0,61}[0-9a-zA-Z])?)*\\.?$");
+        json_t *s = json_pack("{s:s, s:s}", "type", "string", "pattern", zod_host);
         CHECK(!k3_schema_compile(g, s, err, sizeof err, &tc) && tc && strstr(err, "16000"), "%s",
               err);
         json_decref(s);

@@ -74,10 +74,10 @@ static int over_budget(ctx *c) {
     return 1;
 }
 
-static const char *const IGNORED[] = {
-    "title",      "description", "default",   "examples", "$schema", "$id",         "$comment",
-    "deprecated", "readOnly",    "writeOnly", "strict",   "$defs",   "definitions", "name",
-    "discriminator"};
+static const char *const IGNORED[] = {"title",       "description", "default",      "examples",
+                                      "$schema",     "$id",         "$comment",     "deprecated",
+                                      "readOnly",    "writeOnly",   "strict",       "$defs",
+                                      "definitions", "name",        "discriminator"};
 
 static const char *const HANDLED[] = {"type",
                                       "enum",
@@ -208,8 +208,8 @@ k3_gnode *k3_sch_object(ctx *c, const json_t *s, int depth, const char *lead_key
         return fail(c, "'additionalProperties' must be a boolean or a schema");
     if (names && !json_is_object(names)) return fail(c, "'propertyNames' must be a schema");
     size_t n = props ? json_object_size(props) : 0;
-    if (n == 0 && json_is_array(json_object_get(names, "enum")) &&
-        json_object_size(names) <= 2 && (!addl || json_is_object(addl)))
+    if (n == 0 && json_is_array(json_object_get(names, "enum")) && json_object_size(names) <= 2 &&
+        (!addl || json_is_object(addl)))
         return enum_keyed_object(c, s, names, depth);
     if (n && !names_trivial(names))
         return fail(c, "'propertyNames' beside 'properties' is only supported as "
@@ -356,11 +356,12 @@ static const char *format_regex(const char *f) {
     return NULL;
 }
 
-/* A DFA for one regex, or NULL + message (too_complex when a bound). */
-static k3_redfa *regex_dfa(ctx *c, const char *rx, const char *kw) {
+/* A DFA for one regex (within another DFA, or NULL), or NULL + message
+ * (too_complex when a bound). */
+static k3_redfa *regex_dfa(ctx *c, const char *rx, k3_redfa *within, const char *kw) {
     char msg[256];
     int big = 0;
-    k3_redfa *d = k3_re_compile(c->g, rx, msg, sizeof msg, &big);
+    k3_redfa *d = k3_re_compile(c->g, rx, within, msg, sizeof msg, &big);
     if (!d) c->too_complex |= big, fail(c, "'%s': %s", kw, msg);
     return d;
 }
@@ -381,19 +382,11 @@ static k3_gnode *compile_string(ctx *c, const json_t *s) {
                     "uuid, email, uri, hostname, ipv4, ipv6)",
                     json_string_value(f));
     if (!frx && !pat) return k3_g_string(c->g, mn, mx, NULL);
-    k3_redfa *d = frx ? regex_dfa(c, frx, "format") : NULL;
+    k3_redfa *d = frx ? regex_dfa(c, frx, NULL, "format") : NULL;
     if (frx && !d) return NULL;
-    if (pat) {
-        k3_redfa *p = regex_dfa(c, json_string_value(pat), "pattern");
-        if (!p) return NULL;
-        if (d) {
-            char msg[256];
-            int big = 0;
-            p = k3_re_intersect(c->g, d, p, msg, sizeof msg, &big);
-            if (!p) return c->too_complex |= big, fail(c, "'format' and 'pattern': %s", msg);
-        }
-        d = p;
-    }
+    if (pat &&
+        !(d = regex_dfa(c, json_string_value(pat), d, frx ? "format' and 'pattern" : "pattern")))
+        return NULL;
     /* lengths: enforced when the automaton's strings already fit them */
     int lo, hi;
     k3_re_lengths(d, &lo, &hi);

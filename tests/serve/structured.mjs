@@ -37,6 +37,7 @@ const zodSchemas = {
       z.null()]),
     scores: z.record(z.string(), z.number().int().min(0).max(100)),
     flags: z.record(z.enum(["a", "b"]), z.boolean()),
+    host: z.hostname(),
   }),
 };
 const pyd = JSON.parse(readFileSync(new URL("./schemas/pydantic.json", import.meta.url), "utf8"));
