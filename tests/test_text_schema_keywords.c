@@ -43,6 +43,19 @@ static int accepts(const char *schema, const char *text) {
     return ok;
 }
 
+/* 1 if every symbol of prefix is accepted (the match need not be complete). */
+static int prefix_ok(const char *schema, const char *prefix) {
+    k3_gram *g = k3_gram_new();
+    char err[512];
+    k3_gnode *n = compile(g, schema, err, sizeof err);
+    int ok = n != NULL;
+    k3_gstate st;
+    if (n) k3_gstate_init(&st, n);
+    for (const char *p = prefix; *p && ok; p++) ok = k3_gstate_step(&st, (unsigned char)*p);
+    k3_gram_free(g);
+    return ok;
+}
+
 static int refused(const char *schema) {
     k3_gram *g = k3_gram_new();
     char err[512];
@@ -240,6 +253,12 @@ TEST(schema_patterns_and_formats) {
     k3_gram_free(g);
     CHECK(accepts("{\"type\":\"string\",\"format\":\"date\"}", "\"2024-02-28\""));
     CHECK(!accepts("{\"type\":\"string\",\"format\":\"date\"}", "\"2023-02-29\""));
+    /* a backslash only where an escapable character ('"', '\\', '/') may
+     * follow: else no completion exists and the budget check would see one
+     * refused for lack of room */
+    CHECK(prefix_ok("{\"type\":\"string\",\"format\":\"date\"}", "\"2024"));
+    CHECK(!prefix_ok("{\"type\":\"string\",\"format\":\"date\"}", "\"2024\\"));
+    CHECK(prefix_ok("{\"type\":\"string\",\"pattern\":\"^a/b$\"}", "\"a\\/"));
     CHECK(accepts("{\"type\":\"string\",\"format\":\"email\"}", "\"ann.lee@example.org\""));
 }
 

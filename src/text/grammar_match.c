@@ -104,7 +104,11 @@ static int step_re(k3_gframe *f, int sym) {
     const k3_redfa *re = f->node->re;
     int c = sym;
     if (f->a == 1 && sym == '"') return re->acc[f->d] ? R_DONE : R_REJECT;
-    if (f->a == 1 && sym == '\\') return f->a = 2, R_ACCEPT;
+    if (f->a == 1 && sym == '\\') { /* only when an escapable character may follow */
+        for (const char *e = "\"\\/"; *e; e++)
+            if (re->next[f->d * K3_RE_SIGMA + (*e - 0x20)] >= 0) return f->a = 2, R_ACCEPT;
+        return R_REJECT;
+    }
     if (f->a == 2 && !strchr("\"\\/", sym)) return R_REJECT;
     if (c < 0x20 || c > 0x7E || (f->a == 1 && c == '"')) return R_REJECT;
     int t = re->next[f->d * K3_RE_SIGMA + (c - 0x20)];
