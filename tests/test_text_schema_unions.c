@@ -175,6 +175,16 @@ TEST(schema_object_unions) {
     CHECK(refused("{\"oneOf\":[{\"properties\":{\"a\":{},\"b\":{}}},{\"properties\":{\"a\":{},"
                   "\"c\":{}}}]}",
                   "could also match", 0));
+    { /* the discriminator's values are bounded: a 400 naming the limit */
+        json_t *en = json_array();
+        for (int i = 0; i < 300; i++) json_array_append_new(en, json_sprintf("v%d", i));
+        json_t *s = json_pack("{s:[{s:{s:{s:o}}}, {s:{s:{s:[s]}}}]}", "anyOf", "properties", "t",
+                              "enum", en, "properties", "t", "enum", "w");
+        char *text = json_dumps(s, JSON_COMPACT);
+        CHECK(refused(text, "more than 256 values (the limit)", 1));
+        free(text);
+        json_decref(s);
+    }
     CHECK(refused("{\"$defs\":{\"A\":{\"properties\":{\"a\":{\"anyOf\":[{\"$ref\":\"#/$defs/A\"},{"
                   "\"$ref\":\"#/$defs/B\"}]}}},\"B\":{\"properties\":{\"b\":{}}}},\"$ref\":\"#/$"
                   "defs/A\"}",

@@ -26,12 +26,12 @@
 #include "text/jsonschema_int.h"
 
 #define MAX_ALTS 16
-#define MAX_HOPS 8     /* $ref / allOf-of-one hops to reach an object schema */
-#define MAX_LITS 256   /* discriminator values over all alternatives */
+#define MAX_HOPS 8   /* $ref / allOf-of-one hops to reach an object schema */
+#define MAX_LITS 256 /* discriminator values over all alternatives */
 
 typedef struct {
-    const json_t *s;              /* the object schema (NULL: not a plain object) */
-    const char *refs[MAX_HOPS];   /* $refs followed to reach it */
+    const json_t *s;            /* the object schema (NULL: not a plain object) */
+    const char *refs[MAX_HOPS]; /* $refs followed to reach it */
     int n_refs;
     const char *lead;             /* the property that leads it */
     const json_t *vals[MAX_LITS]; /* discriminator values that lead it */
@@ -93,12 +93,19 @@ static int literal_values(const json_t *p, const json_t **out, int cap) {
     return n;
 }
 
-/* Try property d as the discriminator of all alternatives. */
-static int try_discriminator(objalt *alts, int n, const char *d) {
+/* Try property d as the discriminator of all alternatives: 1 it is one,
+ * 0 not, -1 + message: it would be, with more values than the limit. */
+static int try_discriminator(ctx *c, objalt *alts, int n, const char *d) {
     int total = 0;
     for (int i = 0; i < n; i++) {
         const json_t *p = json_object_get(props_of(alts[i].s), d);
         alts[i].n_vals = p ? literal_values(p, alts[i].vals, MAX_LITS - total) : 0;
+        if (!alts[i].n_vals && p && json_array_size(json_object_get(p, "enum")) > 0 &&
+            total + json_array_size(json_object_get(p, "enum")) > MAX_LITS) {
+            c->too_complex = 1;
+            fail(c, "the discriminator '%.60s' has more than %d values (the limit)", d, MAX_LITS);
+            return -1;
+        }
         if (!alts[i].n_vals) return 0;
         total += alts[i].n_vals;
         for (int j = 0; j < i; j++)
@@ -110,11 +117,12 @@ static int try_discriminator(objalt *alts, int n, const char *d) {
     return 1;
 }
 
-static int find_discriminator(objalt *alts, int n) {
+static int find_discriminator(ctx *c, objalt *alts, int n) {
     const char *d;
     json_t *v;
     json_object_foreach((json_t *)props_of(alts[0].s), d, v) {
-        if (try_discriminator(alts, n, d)) return 1;
+        int r = try_discriminator(c, alts, n, d);
+        if (r) return r;
     }
     return 0;
 }
@@ -138,7 +146,8 @@ static int find_lone_keys(ctx *c, objalt *alts, int n, const char *kw) {
             json_t *req = json_object_get(alts[i].s, "required");
             size_t q;
             json_t *r;
-            json_array_foreach(req, q, r) if (json_is_string(r) && !strcmp(json_string_value(r), k)) {
+            json_array_foreach(req, q,
+                               r) if (json_is_string(r) && !strcmp(json_string_value(r), k)) {
                 alts[i].lead = k;
                 goto next;
             }
@@ -201,8 +210,8 @@ static void add_lit(k3_gsyms *lit, k3_gram *g, const char *key, const json_t *va
 /* Two or more object alternatives as one KEYED node. */
 static k3_gnode *merge_objects(ctx *c, objalt *alts, const int *idx, int n, const char *kw,
                                int depth) {
-    int disc = find_discriminator(alts, n);
-    if (!disc && !find_lone_keys(c, alts, n, kw)) return NULL;
+    int disc = find_discriminator(c, alts, n);
+    if (disc < 0 || (!disc && !find_lone_keys(c, alts, n, kw))) return NULL;
     if (!disc && !strcmp(kw, "oneOf"))
         for (int i = 0; i < n; i++)
             for (int j = 0; j < n; j++)

@@ -181,6 +181,10 @@ await refused("structured_refuses_backreference",
   { response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "string", pattern: "^(a)\\1$" } } } }, "unsupported_schema");
 await refused("structured_refuses_empty_range",
   { response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object", properties: { n: { type: "integer", minimum: 4, maximum: 3 } } } } } }, "unsupported_schema");
+await refused("structured_refuses_indistinct_object_union",
+  { response_format: { type: "json_schema", json_schema: { name: "x", schema: { anyOf: [
+    { type: "object", properties: { a: { type: "string" } }, required: ["a"] }, { type: "object", properties: { a: { type: "integer" } } }] } } } },
+  "unsupported_schema");
 await refused("structured_refuses_grammar", { grammar: "root ::= \"a\"" }, "unsupported_constraint");
 await refused("structured_refuses_unknown_tool", { tools, tool_choice: { type: "function", function: { name: "nope" } } });
 await refused("structured_refuses_named_bad_params",
