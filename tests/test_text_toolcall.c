@@ -192,6 +192,48 @@ TEST(cut_by_the_limit) {
           K3_CALL_UNCLOSED);
 }
 
+/* 1 if the call grammar (max_index) takes `<|open|>call tool="f" index="IDX"...` whole. */
+static int call_index_ok(int max_index, const char *idx) {
+    k3_gram *g = k3_gram_new();
+    k3_gsyms key;
+    k3_gnode *rest;
+    k3_toolcall_gram(g, "f", k3_g_lit_str(g, "{}"), max_index, &key, &rest);
+    k3_gnode *kids[2] = {k3_g_lit(g, key.s, key.len), rest};
+    k3_gstate st;
+    k3_gstate_init(&st, k3_g_seq(g, kids, 2));
+    char tail[64];
+    snprintf(tail, sizeof tail, " index=\"%s\"", idx);
+    int ok = k3_gstate_step(&st, K3_SYM_OPEN);
+    for (const char *p = "call tool=\"f\""; *p && ok; p++) ok = k3_gstate_step(&st, *p);
+    for (const char *p = tail; *p && ok; p++) ok = k3_gstate_step(&st, (unsigned char)*p);
+    int syms[] = {K3_SYM_SEP, K3_SYM_OPEN};
+    for (int i = 0; i < 2 && ok; i++) ok = k3_gstate_step(&st, syms[i]);
+    for (const char *p = "json type=\"object\""; *p && ok; p++) ok = k3_gstate_step(&st, *p);
+    ok = ok && k3_gstate_step(&st, K3_SYM_SEP) && k3_gstate_step(&st, '{') &&
+         k3_gstate_step(&st, '}') && k3_gstate_step(&st, K3_SYM_CLOSE);
+    for (const char *p = "json"; *p && ok; p++) ok = k3_gstate_step(&st, *p);
+    ok = ok && k3_gstate_step(&st, K3_SYM_SEP) && k3_gstate_step(&st, K3_SYM_CLOSE);
+    for (const char *p = "call"; *p && ok; p++) ok = k3_gstate_step(&st, *p);
+    ok = ok && k3_gstate_step(&st, K3_SYM_SEP) && k3_gstate_done(&st);
+    k3_gram_free(g);
+    return ok;
+}
+
+/* The grammar of a call bounds its index attribute: 1..max, no sign, no
+ * leading zero, never an unbounded run of digits. */
+TEST(call_grammar_bounds_index) {
+    CHECK(call_index_ok(16, "1"));
+    CHECK(call_index_ok(16, "16"));
+    CHECK(call_index_ok(16, "9"));
+    CHECK(!call_index_ok(16, "17"));
+    CHECK(!call_index_ok(16, "0"));
+    CHECK(!call_index_ok(16, "01"));
+    CHECK(!call_index_ok(16, "-1"));
+    CHECK(!call_index_ok(16, "123456789012345"));
+    CHECK(call_index_ok(1, "1"));
+    CHECK(!call_index_ok(1, "2"));
+}
+
 int main(void) {
     if (k3_xtml_init(&X, NULL)) return 1;
     RUN(typed_number_arguments);
@@ -207,5 +249,6 @@ int main(void) {
     RUN(invalid_utf8_becomes_replacement);
     RUN(spelled_markers_are_text);
     RUN(cut_by_the_limit);
+    RUN(call_grammar_bounds_index);
     return t_done();
 }

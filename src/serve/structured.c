@@ -12,6 +12,7 @@
 #include "gen/constrain.h"
 #include "serve/engine.h"
 #include "text/jsonschema.h"
+#include "text/toolcall.h"
 
 #define MAX_CALLS 16 /* tool calls one forced/auto tools section may hold */
 
@@ -33,21 +34,6 @@ static int ends_in_think(const serve_engine *e, const int32_t *prompt, int64_t n
 }
 
 /* XTML attribute escaping (chat.md §2.1): & first, then ". */
-static char *xtml_esc(const char *s) {
-    size_t n = strlen(s), k = 0;
-    char *o = k3_xmalloc(n * 6 + 1);
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '&')
-            memcpy(o + k, "&amp;", 5), k += 5;
-        else if (s[i] == '"')
-            memcpy(o + k, "&quot;", 6), k += 6;
-        else
-            o[k++] = s[i];
-    }
-    o[k] = 0;
-    return o;
-}
-
 /* The schema a request asks the content to follow: response_format
  * json_schema / json_object, vLLM's guided_json, llama.cpp's json_schema.
  * *schema NULL + *json_object 0: none. -1 + err for a malformed field. */
@@ -120,31 +106,14 @@ static k3_gnode *tool_args(k3_gram *g, const json_t *fn, char *msg, size_t cap, 
     json_t *params = opt(fn, "parameters");
     if (!params) return k3_g_freeobj(g, k3_g_any(g));
     k3_gnode *n = k3_schema_compile(g, params, msg, cap, too_complex);
-    if (n && n->kind != K3_G_OBJECT && n->kind != K3_G_FREEOBJ &&
-        !(n->kind == K3_G_LIT && n->lit.len == 2 && n->lit.s[0] == '{')) {
+    int object = n != NULL;
+    for (int sym = 0; n && sym < K3_SYM_COUNT; sym++) /* objects, or unions of them */
+        object &= k3_gnode_has_first(n, sym) == (sym == '{');
+    if (n && !object) {
         snprintf(msg, cap, "the parameters schema must describe an object");
         return NULL;
     }
     return n;
-}
-
-/* One call of one tool, keyed by `<|open|>call tool="NAME"`. */
-static void call_pair(k3_gram *g, const char *name, k3_gnode *args, k3_gsyms *key,
-                      k3_gnode **rest) {
-    char *esc = xtml_esc(name);
-    size_t n = strlen(esc) + 32;
-    char *spec = k3_xmalloc(n);
-    snprintf(spec, n, "{O}call tool=\"%s\"", esc);
-    k3_gnode *lit = k3_g_lit_ctl(g, spec);
-    *key = lit->lit;
-    k3_gnode *idx = k3_g_number(g, 1);
-    idx->integer |= 2; /* index="1": no sign */
-    k3_gnode *kids[5] = {k3_g_lit_str(g, " index=\""), idx,
-                         k3_g_lit_ctl(g, "\"{S}{O}json type=\"object\"{S}"), args,
-                         k3_g_lit_ctl(g, "{C}json{S}{C}call{S}")};
-    *rest = k3_g_seq(g, kids, 5);
-    free(spec);
-    free(esc);
 }
 
 int serve_structured_new(const serve_engine *e, const serve_req *q, const int32_t *prompt,
@@ -248,7 +217,7 @@ int serve_structured_new(const serve_engine *e, const serve_req *q, const int32_
                         name, msg);
                 args = k3_g_freeobj(g, k3_g_any(g));
             }
-            call_pair(g, name, args, &keys[k], &rests[k]);
+            k3_toolcall_gram(g, name, args, named ? 1 : MAX_CALLS, &keys[k], &rests[k]);
             k++;
         }
         if (named && k == 0) {

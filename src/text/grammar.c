@@ -285,12 +285,34 @@ k3_gnode *k3_g_object(k3_gram *g, const char *const *keys, k3_gnode *const *vals
     return r;
 }
 
+k3_gnode *k3_g_object_tail(k3_gram *g, const char *const *keys, k3_gnode *const *vals,
+                           const unsigned char *required, int n, int lead) {
+    k3_gnode *r = k3_g_object(g, keys, vals, required, n);
+    if (n == 0 || (lead != 1 && lead != 2)) return r;
+    r->lead = lead;
+    memset(r->first, 0, sizeof r->first);
+    if (lead == 1) {
+        r->minlen = sat((long long)vals[0]->minlen + r->req_after[1]);
+        or_first(r, vals[0]);
+        set_first(r, ' ');
+    } else {
+        r->minlen = r->req_after[1];
+        if (n > 1) set_first(r, ',');
+        if (r->n_req[1] == 0) set_first(r, '}');
+    }
+    return r;
+}
+
 k3_gnode *k3_g_freeobj(k3_gram *g, k3_gnode *value) {
+    if (!g->key_str) g->key_str = k3_g_string(g, 0, -1, NULL);
+    return k3_g_freeobj_keys(g, value, g->key_str);
+}
+
+k3_gnode *k3_g_freeobj_keys(k3_gram *g, k3_gnode *value, k3_gnode *key) {
     k3_gnode *r = node(g, K3_G_FREEOBJ);
     r->item = value;
-    if (!g->key_str) g->key_str = k3_g_string(g, 0, -1, NULL);
     r->kids = galloc(g, sizeof *r->kids);
-    r->kids[0] = g->key_str;
+    r->kids[0] = key;
     r->minlen = 2;
     set_first(r, '{');
     return r;

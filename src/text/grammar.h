@@ -113,6 +113,9 @@ struct k3_gnode {
                               * (each with its comma) and the '}' */
     int *opt_min;            /* OBJECT [n+1]: cheapest property from i on (INT_MAX/4: none) */
     int *n_req;              /* OBJECT [n+1]: required props from i on */
+    int lead;                /* OBJECT: 0, or property 0 was begun by an enclosing KEYED
+                              * literal: 1 its key and ':' (its value comes next),
+                              * 2 all of it (',' or '}' comes next) */
     int ranged;              /* NUMBER: range applies */
     k3_numrange range;       /* NUMBER */
 };
@@ -156,7 +159,15 @@ k3_gnode *k3_g_number_range(k3_gram *g, int integer, const k3_numrange *r);
 k3_gnode *k3_g_enum(k3_gram *g, const char *const *texts, int n);
 k3_gnode *k3_g_object(k3_gram *g, const char *const *keys, k3_gnode *const *vals,
                       const unsigned char *required, int n);
+/* The rest of an object whose '{' and the start of property 0 are the
+ * literal of an enclosing KEYED node (lead 1: '{' + key + ':'; lead 2: also
+ * the value): how a union of objects is told apart by one leading property
+ * (text/jsonschema_union.c). */
+k3_gnode *k3_g_object_tail(k3_gram *g, const char *const *keys, k3_gnode *const *vals,
+                           const unsigned char *required, int n, int lead);
 k3_gnode *k3_g_freeobj(k3_gram *g, k3_gnode *value);
+/* A free object whose keys follow key (a node that starts with '"'). */
+k3_gnode *k3_g_freeobj_keys(k3_gram *g, k3_gnode *value, k3_gnode *key);
 k3_gnode *k3_g_array(k3_gram *g, k3_gnode *item, int min, int max);
 k3_gnode *k3_g_any(k3_gram *g);
 /* NULL + k3_errmsg when two alternatives can start with the same symbol. */

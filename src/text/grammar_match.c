@@ -104,7 +104,11 @@ static int step_re(k3_gframe *f, int sym) {
     const k3_redfa *re = f->node->re;
     int c = sym;
     if (f->a == 1 && sym == '"') return re->acc[f->d] ? R_DONE : R_REJECT;
-    if (f->a == 1 && sym == '\\') return f->a = 2, R_ACCEPT;
+    if (f->a == 1 && sym == '\\') { /* only when an escapable character may follow */
+        for (const char *e = "\"\\/"; *e; e++)
+            if (re->next[f->d * K3_RE_SIGMA + (*e - 0x20)] >= 0) return f->a = 2, R_ACCEPT;
+        return R_REJECT;
+    }
     if (f->a == 2 && !strchr("\"\\/", sym)) return R_REJECT;
     if (c < 0x20 || c > 0x7E || (f->a == 1 && c == '"')) return R_REJECT;
     int t = re->next[f->d * K3_RE_SIGMA + (c - 0x20)];
@@ -264,6 +268,10 @@ static int step_object(k3_gstate *st, k3_gframe *f, int sym) {
      * position (2) or space used (4); mask: live candidates (2) */
     switch (f->a) {
     case 0:
+        if (n->lead) { /* the enclosing KEYED wrote '{' and began property 0 */
+            f->a = n->lead == 1 ? 4 : 5, f->c = 0, f->d = 0;
+            return R_AGAIN;
+        }
         if (sym != '{') return R_REJECT;
         f->a = 1, f->c = 1;
         return R_ACCEPT;
@@ -568,7 +576,7 @@ static long long rem_frame_raw(const k3_gframe *f) {
         case 0:
             return 2;
         case 1:
-            return f->c ? 1 : 3 + n->item->minlen + 1;
+            return f->c ? 1 : (long long)n->kids[0]->minlen + 1 + n->item->minlen + 1;
         case 2:
             return 1 + n->item->minlen + 1;
         case 3:

@@ -11,38 +11,15 @@
 
 #include "base/err.h"
 #include "base/mem.h"
+#include "text/jsonschema_int.h"
 #include "text/regex.h"
 
-#define MAX_REFS 32   /* nesting of $ref being expanded */
-#define MAX_NEST 64   /* schema nesting */
 #define MAX_ENUM 4096 /* enum values */
 /* schema objects compiled per request (each is visited once: $ref targets
  * are memoized), a backstop beside the grammar's own node budget */
 #define MAX_VISITS (4 * K3_G_MAX_NODES)
 
-/* $ref targets already compiled, by address: a $ref'd definition is built
- * once and shared by every use (open addressing, power-of-two capacity). */
-typedef struct {
-    const json_t **keys;
-    k3_gnode **vals;
-    size_t n, cap;
-} memo;
-
-typedef struct {
-    k3_gram *g;
-    const json_t *root;
-    memo done;
-    long visits;
-    int too_complex;            /* the refusal is a size limit, not a keyword */
-    const char *refs[MAX_REFS]; /* $refs being expanded (cycle check) */
-    int n_refs;
-    char *err;
-    size_t cap;
-    char path[256];
-} ctx;
-
-static k3_gnode *fail(ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static k3_gnode *fail(ctx *c, const char *fmt, ...) {
+k3_gnode *k3_sch_fail(ctx *c, const char *fmt, ...) {
     char msg[384];
     va_list ap;
     va_start(ap, fmt);
@@ -97,9 +74,10 @@ static int over_budget(ctx *c) {
     return 1;
 }
 
-static const char *const IGNORED[] = {
-    "title",      "description", "default",   "examples", "$schema", "$id",         "$comment",
-    "deprecated", "readOnly",    "writeOnly", "strict",   "$defs",   "definitions", "name"};
+static const char *const IGNORED[] = {"title",       "description", "default",      "examples",
+                                      "$schema",     "$id",         "$comment",     "deprecated",
+                                      "readOnly",    "writeOnly",   "strict",       "$defs",
+                                      "definitions", "name",        "discriminator"};
 
 static const char *const HANDLED[] = {"type",
                                       "enum",
@@ -107,6 +85,7 @@ static const char *const HANDLED[] = {"type",
                                       "properties",
                                       "required",
                                       "additionalProperties",
+                                      "propertyNames",
                                       "items",
                                       "minItems",
                                       "maxItems",
@@ -134,10 +113,7 @@ static int in_list(const char *k, const char *const *list, size_t n) {
 
 static k3_gnode *compile(ctx *c, const json_t *s, int depth);
 
-/* Run compile with path extended by suffix. */
-static k3_gnode *sub(ctx *c, const json_t *s, int depth, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static k3_gnode *sub(ctx *c, const json_t *s, int depth, const char *fmt, ...) {
+k3_gnode *k3_sch_sub(ctx *c, const json_t *s, int depth, const char *fmt, ...) {
     size_t n = strlen(c->path);
     va_list ap;
     va_start(ap, fmt);
@@ -175,15 +151,69 @@ static k3_gnode *compile_enum(ctx *c, const json_t *vals) {
     return r;
 }
 
-static k3_gnode *compile_object(ctx *c, const json_t *s, int depth) {
+/* propertyNames with an enum and no properties (zod's record over an enum):
+ * an object with those keys, each valued by additionalProperties. */
+static k3_gnode *enum_keyed_object(ctx *c, const json_t *s, const json_t *names, int depth) {
+    json_t *en = json_object_get(names, "enum");
+    json_t *addl = json_object_get(s, "additionalProperties");
+    json_t *props = json_object(), *fixed = json_deep_copy(s);
+    size_t i;
+    json_t *v;
+    json_array_foreach(en, i, v) {
+        if (!json_is_string(v)) {
+            json_decref(props), json_decref(fixed);
+            return fail(c, "'propertyNames' 'enum' must hold strings");
+        }
+        json_object_set(props, json_string_value(v), json_is_object(addl) ? addl : json_true());
+    }
+    json_object_set_new(fixed, "properties", props);
+    json_object_del(fixed, "propertyNames");
+    json_object_set_new(fixed, "additionalProperties", json_false());
+    k3_gnode *r = k3_sch_object(c, fixed, depth, NULL, 0);
+    json_decref(fixed);
+    return r;
+}
+
+/* An object without properties: any keys (held to propertyNames, a string
+ * schema) valued by additionalProperties. */
+static k3_gnode *free_object(ctx *c, const json_t *s, const json_t *names, int depth) {
+    json_t *addl = json_object_get(s, "additionalProperties");
+    if (addl && json_is_false(addl)) return k3_g_lit_str(c->g, "{}");
+    k3_gnode *v = addl && json_is_object(addl) ? sub(c, addl, depth, ".additionalProperties")
+                                               : k3_g_any(c->g);
+    if (!v || !names) return v ? k3_g_freeobj(c->g, v) : NULL;
+    k3_gnode *key = sub(c, names, depth, ".propertyNames");
+    if (!key) return NULL;
+    for (int sym = 0; sym < K3_SYM_COUNT; sym++)
+        if (k3_gnode_has_first(key, sym) != (sym == '"'))
+            return fail(c, "'propertyNames' must describe strings");
+    return k3_g_freeobj_keys(c->g, v, key);
+}
+
+/* propertyNames: {"type": "string"} says nothing; an enum of keys is a
+ * fixed object (when nothing else constrains it); else NULL. */
+static int names_trivial(const json_t *names) {
+    const char *t = json_string_value(json_object_get(names, "type"));
+    return !names || (json_object_size(names) == 1 && t && !strcmp(t, "string"));
+}
+
+k3_gnode *k3_sch_object(ctx *c, const json_t *s, int depth, const char *lead_key, int lead) {
     json_t *props = json_object_get(s, "properties");
     json_t *req = json_object_get(s, "required");
     json_t *addl = json_object_get(s, "additionalProperties");
+    json_t *names = json_object_get(s, "propertyNames");
     if (props && !json_is_object(props)) return fail(c, "'properties' must be an object");
     if (req && !json_is_array(req)) return fail(c, "'required' must be an array");
     if (addl && !json_is_boolean(addl) && !json_is_object(addl))
         return fail(c, "'additionalProperties' must be a boolean or a schema");
+    if (names && !json_is_object(names)) return fail(c, "'propertyNames' must be a schema");
     size_t n = props ? json_object_size(props) : 0;
+    if (n == 0 && json_is_array(json_object_get(names, "enum")) && json_object_size(names) <= 2 &&
+        (!addl || json_is_object(addl)))
+        return enum_keyed_object(c, s, names, depth);
+    if (n && !names_trivial(names))
+        return fail(c, "'propertyNames' beside 'properties' is only supported as "
+                       "{\"type\":\"string\"}");
     size_t i;
     json_t *r;
     json_array_foreach(req, i, r) {
@@ -191,12 +221,7 @@ static k3_gnode *compile_object(ctx *c, const json_t *s, int depth) {
         if (!props || !json_object_get(props, json_string_value(r)))
             return fail(c, "required property '%s' is not in 'properties'", json_string_value(r));
     }
-    if (n == 0) {
-        if (addl && json_is_false(addl)) return k3_g_lit_str(c->g, "{}");
-        k3_gnode *v = addl && json_is_object(addl) ? sub(c, addl, depth, ".additionalProperties")
-                                                   : k3_g_any(c->g);
-        return v ? k3_g_freeobj(c->g, v) : NULL;
-    }
+    if (n == 0) return free_object(c, s, names_trivial(names) ? NULL : names, depth);
     if (n > K3_G_MAX_PROPS)
         return fail(c, "an object with more than %d properties is not supported", K3_G_MAX_PROPS);
     const char **keys = k3_xcalloc(n, sizeof *keys);
@@ -205,19 +230,19 @@ static k3_gnode *compile_object(ctx *c, const json_t *s, int depth) {
     unsigned char *required = k3_xcalloc(n, 1);
     const char *k;
     json_t *v;
-    size_t j = 0;
+    size_t j = lead_key ? 1 : 0;
     k3_gnode *out = NULL;
     json_object_foreach(props, k, v) {
+        size_t at = lead_key && !strcmp(k, lead_key) ? 0 : j++;
         json_t *ks = json_string(k);
-        quoted[j] = json_dumps(ks, JSON_ENCODE_ANY);
+        quoted[at] = json_dumps(ks, JSON_ENCODE_ANY);
         json_decref(ks);
-        keys[j] = quoted[j];
-        json_array_foreach(req, i, r) if (!strcmp(json_string_value(r), k)) required[j] = 1;
-        vals[j] = sub(c, v, depth, ".properties.%.60s", k);
-        if (!vals[j]) goto done;
-        j++;
+        keys[at] = quoted[at];
+        json_array_foreach(req, i, r) if (!strcmp(json_string_value(r), k)) required[at] = 1;
+        vals[at] = sub(c, v, depth, ".properties.%.60s", k);
+        if (!vals[at]) goto done;
     }
-    out = k3_g_object(c->g, keys, vals, required, (int)n);
+    out = k3_g_object_tail(c->g, keys, vals, required, (int)n, lead_key ? lead : 0);
 done:
     for (size_t q = 0; q < n; q++) free(quoted[q]);
     free(quoted);
@@ -331,11 +356,12 @@ static const char *format_regex(const char *f) {
     return NULL;
 }
 
-/* A DFA for one regex, or NULL + message (too_complex when a bound). */
-static k3_redfa *regex_dfa(ctx *c, const char *rx, const char *kw) {
+/* A DFA for one regex (within another DFA, or NULL), or NULL + message
+ * (too_complex when a bound). */
+static k3_redfa *regex_dfa(ctx *c, const char *rx, k3_redfa *within, const char *kw) {
     char msg[256];
     int big = 0;
-    k3_redfa *d = k3_re_compile(c->g, rx, msg, sizeof msg, &big);
+    k3_redfa *d = k3_re_compile(c->g, rx, within, msg, sizeof msg, &big);
     if (!d) c->too_complex |= big, fail(c, "'%s': %s", kw, msg);
     return d;
 }
@@ -356,19 +382,11 @@ static k3_gnode *compile_string(ctx *c, const json_t *s) {
                     "uuid, email, uri, hostname, ipv4, ipv6)",
                     json_string_value(f));
     if (!frx && !pat) return k3_g_string(c->g, mn, mx, NULL);
-    k3_redfa *d = frx ? regex_dfa(c, frx, "format") : NULL;
+    k3_redfa *d = frx ? regex_dfa(c, frx, NULL, "format") : NULL;
     if (frx && !d) return NULL;
-    if (pat) {
-        k3_redfa *p = regex_dfa(c, json_string_value(pat), "pattern");
-        if (!p) return NULL;
-        if (d) {
-            char msg[256];
-            int big = 0;
-            p = k3_re_intersect(c->g, d, p, msg, sizeof msg, &big);
-            if (!p) return c->too_complex |= big, fail(c, "'format' and 'pattern': %s", msg);
-        }
-        d = p;
-    }
+    if (pat &&
+        !(d = regex_dfa(c, json_string_value(pat), d, frx ? "format' and 'pattern" : "pattern")))
+        return NULL;
     /* lengths: enforced when the automaton's strings already fit them */
     int lo, hi;
     k3_re_lengths(d, &lo, &hi);
@@ -402,7 +420,7 @@ static k3_gnode *compile_type(ctx *c, const json_t *s, const char *t, int depth)
         k3_gnode *it = items ? sub(c, items, depth, ".items") : k3_g_any(c->g);
         return it ? k3_g_array(c->g, it, mn, mx) : NULL;
     }
-    if (!strcmp(t, "object")) return compile_object(c, s, depth);
+    if (!strcmp(t, "object")) return k3_sch_object(c, s, depth, NULL, 0);
     return fail(c, "unknown type '%.40s'", t);
 }
 
@@ -420,33 +438,25 @@ static const char *implied_type(const json_t *s) {
     return NULL;
 }
 
-static k3_gnode *alternatives(ctx *c, const json_t *list, const char *kw, int depth) {
-    size_t n = json_array_size(list);
-    if (!json_is_array(list) || n == 0) return fail(c, "'%s' must be a non-empty array", kw);
-    if (n > 16) return fail(c, "'%s' has more than 16 alternatives", kw);
-    k3_gnode *alts[16];
-    for (size_t i = 0; i < n; i++) {
-        alts[i] = sub(c, json_array_get(list, i), depth, ".%s[%zu]", kw, i);
-        if (!alts[i]) return NULL;
-    }
-    if (n == 1) return alts[0];
-    k3_gnode *u = k3_g_union(c->g, alts, (int)n);
-    if (!u) return fail(c, "'%s': %s", kw, k3_errmsg());
-    return u;
-}
-
-static k3_gnode *compile_ref(ctx *c, const char *ref, int depth) {
+const json_t *k3_sch_ref_lookup(const json_t *root, const char *ref, int *form_ok) {
     const char *name = NULL;
     if (!strncmp(ref, "#/$defs/", 8))
         name = ref + 8;
     else if (!strncmp(ref, "#/definitions/", 14))
         name = ref + 14;
-    if (!name || strchr(name, '/') || strchr(name, '~'))
+    *form_ok = name && !strchr(name, '/') && !strchr(name, '~');
+    if (!*form_ok) return NULL;
+    return json_object_get(json_object_get(root, ref[2] == '$' ? "$defs" : "definitions"), name);
+}
+
+static k3_gnode *compile_ref(ctx *c, const char *ref, int depth) {
+    int form_ok;
+    const json_t *target = k3_sch_ref_lookup(c->root, ref, &form_ok);
+    if (!form_ok)
         return fail(c, "'$ref' '%.80s' is not supported (only #/$defs/NAME, #/definitions/NAME)",
                     ref);
-    json_t *defs = json_object_get(c->root, ref[2] == '$' ? "$defs" : "definitions");
-    json_t *target = json_object_get(defs, name);
     if (!target) return fail(c, "'$ref' '%.80s' does not resolve", ref);
+    const char *name = strrchr(ref, '/') + 1;
     for (int i = 0; i < c->n_refs; i++)
         if (!strcmp(c->refs[i], ref))
             return fail(c, "recursive '$ref' '%.80s' is not supported", ref);
@@ -488,7 +498,7 @@ static k3_gnode *compile(ctx *c, const json_t *s, int depth) {
         r = compile_ref(c, json_string_value(ref), depth);
     } else if (any || one) {
         /* alternatives that start differently are mutually exclusive, so oneOf == anyOf */
-        r = alternatives(c, any ? any : one, any ? "anyOf" : "oneOf", depth);
+        r = k3_sch_alternatives(c, any ? any : one, any ? "anyOf" : "oneOf", depth);
     } else if (all) {
         if (!json_is_array(all) || json_array_size(all) != 1)
             return fail(c, "'allOf' is only supported with exactly one schema");

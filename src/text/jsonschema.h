@@ -11,13 +11,16 @@
  *   dialect of text/regex.h; with a format, both hold), minimum, maximum,
  *   exclusiveMinimum, exclusiveMaximum, multipleOf (text/grammar_num.c),
  *   anyOf / oneOf / a type list whose alternatives start with different
- *   characters (different JSON types), allOf of one schema, $ref to
+ *   characters (different JSON types) or are objects told apart by a
+ *   discriminator or a property each alone has (jsonschema_union.c),
+ *   records (propertyNames: a string schema for the keys, or an enum of
+ *   them), allOf of one schema, $ref to
  *   #/$defs/... or #/definitions/... (not recursive), nullable: true,
  *   uniqueItems: false; annotations (title, description, default, examples,
- *   $schema, $id, $comment, deprecated, readOnly, writeOnly, strict) are
- *   ignored. The schema `true` or {} is any JSON value.
+ *   $schema, $id, $comment, deprecated, readOnly, writeOnly, strict,
+ *   discriminator) are ignored. The schema `true` or {} is any JSON value.
  * Everything else (other formats, fractional multipleOf, recursive $ref,
- * overlapping alternatives, not, if/then,
+ * alternatives that cannot be told apart, not, if/then,
  * patternProperties, ...) is refused with a message naming the keyword and
  * where it is, so a server can answer 400 instead of ignoring it. */
 #ifndef K3_TEXT_JSONSCHEMA_H

@@ -553,25 +553,29 @@ k3_redfa *k3_re_intersect(k3_gram *g, const k3_redfa *a, const k3_redfa *b, char
             }
             next[s * K3_RE_SIGMA + c] = (int16_t)t;
         }
-    k3_redfa *d = NULL;
+    /* the product lives on the heap: only its minimized form joins the grammar */
+    k3_redfa tmp = {.n = n, .next = next, .acc = NULL, .dist = NULL}, *d = NULL;
     if (!over) {
-        d = dfa_alloc(g, n);
-        memcpy(d->next, next, sizeof(int16_t) * (size_t)n * K3_RE_SIGMA);
-        for (int s = 0; s < n; s++) d->acc[s] = a->acc[pair[2 * s]] && b->acc[pair[2 * s + 1]];
-    }
-    free(pair), free(slot), free(next);
-    if (!d) {
+        tmp.acc = k3_xmalloc((size_t)n);
+        tmp.dist = k3_xmalloc(sizeof(int) * (size_t)n);
+        for (int s = 0; s < n; s++) tmp.acc[s] = a->acc[pair[2 * s]] && b->acc[pair[2 * s + 1]];
+        if (prune(&tmp))
+            snprintf(err, cap, "the pattern matches no string of printable ASCII characters");
+        else
+            d = k3_re_minimize(g, &tmp);
+    } else {
         *too_big = 1;
         snprintf(err, cap,
                  "'format', 'pattern' and its lookahead together need more than %d "
                  "automaton states (the limit)",
                  K3_RE_MAX_PRODUCT);
-        return NULL;
     }
-    return finish(d, err, cap, too_big);
+    free(pair), free(slot), free(next), free(tmp.acc), free(tmp.dist);
+    return d;
 }
 
-k3_redfa *k3_re_compile(k3_gram *g, const char *pattern, char *err, size_t cap, int *too_big) {
+k3_redfa *k3_re_compile(k3_gram *g, const char *pattern, k3_redfa *within, char *err, size_t cap,
+                        int *too_big) {
     re r = {.p = pattern, .end = pattern + strlen(pattern), .err = err, .errcap = cap};
     *too_big = 0;
     int at_start = *r.p == '^';
@@ -599,7 +603,13 @@ k3_redfa *k3_re_compile(k3_gram *g, const char *pattern, char *err, size_t cap, 
     if (!r.failed) d = finish(determinize(g, &r, f), err, cap, too_big);
     *too_big |= r.too_big;
     free(r.s);
+    if (d && look && within) {
+        within = k3_re_intersect(g, within, look, err, cap, too_big);
+        look = NULL;
+        if (!within) return NULL;
+    }
     if (d && look) d = k3_re_intersect(g, look, d, err, cap, too_big);
+    if (d && within) d = k3_re_intersect(g, within, d, err, cap, too_big);
     return d;
 }
 

@@ -33,12 +33,21 @@ struct k3_redfa {
     int *dist;          /* [n] fewest characters to an accepting state */
 };
 
-/* Compile pattern (NUL-terminated). NULL + message in err; *too_big set
- * when a size bound was passed rather than a syntax refused. */
-k3_redfa *k3_re_compile(k3_gram *g, const char *pattern, char *err, size_t cap, int *too_big);
-/* Strings both accept. NULL + message as above. */
+/* Compile pattern (NUL-terminated), intersected with within (a DFA, or
+ * NULL). NULL + message in err; *too_big set when a size bound was passed
+ * rather than a syntax refused. With within, it is intersected with the
+ * lookahead first and the result minimized before the body joins: a length
+ * lookahead that within already implies (zod's hostname `^(?=.{1,253}\.?$)`
+ * beside a shorter format) then costs no states. */
+k3_redfa *k3_re_compile(k3_gram *g, const char *pattern, k3_redfa *within, char *err, size_t cap,
+                        int *too_big);
+/* Strings both accept (minimized when acyclic). NULL + message as above. */
 k3_redfa *k3_re_intersect(k3_gram *g, const k3_redfa *a, const k3_redfa *b, char *err, size_t cap,
                           int *too_big);
+
+/* A copy of d in g, with equivalent states merged when d has no cycle
+ * (regex_min.c). */
+k3_redfa *k3_re_minimize(k3_gram *g, const k3_redfa *d);
 
 /* The shortest and longest accepted lengths (longest -1: unbounded). */
 void k3_re_lengths(const k3_redfa *d, int *shortest, int *longest);

@@ -26,6 +26,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "text/grammar.h"
 #include "text/xtml.h"
 
 typedef struct {
@@ -68,5 +69,13 @@ json_t *k3_tool_calls_json(const k3_tool_calls *calls);
 
 void k3_tool_call_free(k3_tool_call *c);
 void k3_tool_calls_free(k3_tool_calls *calls);
+
+/* The grammar of one call of tool `name` whose arguments follow args
+ * (toolcall_gram.c): *key is its opening literal `<|open|>call
+ * tool="NAME"` (for a KEYED node over the declared tools), *rest the index
+ * attribute (1..max_index: calls are numbered from 1 as chat rendering
+ * writes them), the arguments and the closing tags. */
+void k3_toolcall_gram(k3_gram *g, const char *name, k3_gnode *args, int max_index, k3_gsyms *key,
+                      k3_gnode **rest);
 
 #endif

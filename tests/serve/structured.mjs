@@ -27,6 +27,18 @@ const zodSchemas = {
     count: z.number().int(), price: z.number().positive().max(1000), nick: z.string().optional(), note: z.string().nullable(),
     role: z.enum(["admin", "user"]), kind: z.literal("person"), tags: z.array(z.string().max(8)).min(1).max(3),
     day: z.iso.date(), ip: z.ipv4(), code: z.string().regex(/^[a-z]{2}\d{2}$/), v6: z.ipv6(), choice: z.union([z.string(), z.number()]) }),
+  // object unions: a discriminated union, a plain union of objects told
+  // apart by a property each alone has, and records
+  zod_unions: z.object({
+    shape: z.discriminatedUnion("kind", [z.object({ kind: z.literal("circle"), r: z.number().positive().max(10) }),
+      z.object({ kind: z.literal("rect"), w: z.number().int().min(1).max(9), h: z.number().int().min(1).max(9) }),
+      z.object({ kind: z.enum(["dot", "none"]) })]),
+    contact: z.union([z.object({ email: z.email(), name: z.string().max(12) }), z.object({ phone: z.string().regex(/^\+\d{6,9}$/), name: z.string().max(12) }),
+      z.null()]),
+    scores: z.record(z.string(), z.number().int().min(0).max(100)),
+    flags: z.record(z.enum(["a", "b"]), z.boolean()),
+    host: z.hostname(),
+  }),
 };
 const pyd = JSON.parse(readFileSync(new URL("./schemas/pydantic.json", import.meta.url), "utf8"));
 delete pyd._comment;
@@ -169,6 +181,10 @@ await refused("structured_refuses_backreference",
   { response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "string", pattern: "^(a)\\1$" } } } }, "unsupported_schema");
 await refused("structured_refuses_empty_range",
   { response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object", properties: { n: { type: "integer", minimum: 4, maximum: 3 } } } } } }, "unsupported_schema");
+await refused("structured_refuses_indistinct_object_union",
+  { response_format: { type: "json_schema", json_schema: { name: "x", schema: { anyOf: [
+    { type: "object", properties: { a: { type: "string" } }, required: ["a"] }, { type: "object", properties: { a: { type: "integer" } } }] } } } },
+  "unsupported_schema");
 await refused("structured_refuses_grammar", { grammar: "root ::= \"a\"" }, "unsupported_constraint");
 await refused("structured_refuses_unknown_tool", { tools, tool_choice: { type: "function", function: { name: "nope" } } });
 await refused("structured_refuses_named_bad_params",
