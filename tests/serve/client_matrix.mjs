@@ -9,7 +9,7 @@
 //                     responses.parse + zodTextFormat
 //   ai                generateObject and generateText + Output.object over
 //                     @ai-sdk/openai (Responses, and .chat for chat completions)
-//                     and @ai-sdk/openai-compatible (when installed)
+//                     and @ai-sdk/openai-compatible
 //   @langchain/openai withStructuredOutput (chat completions and Responses)
 //   @anthropic-ai/sdk messages.parse + zodOutputFormat
 import { createRequire } from "module";
@@ -93,17 +93,14 @@ await matrix("ai_sdk_openai_chat_generateObject", async () =>
 await matrix("ai_sdk_openai_Output_object", async () =>
   (await generateText({ model: aiOpenAI("tiny"), output: Output.object({ schema: Person }), prompt, temperature: 1,
                         maxOutputTokens: 400, maxRetries: 0, providerOptions })).output);
-let compat = null;
-try { compat = require("@ai-sdk/openai-compatible"); } catch (e) { /* not in tests/npm yet */ }
-if (compat) {
+{
+  const compat = require("@ai-sdk/openai-compatible");
   const p = compat.createOpenAICompatible({ name: "k3", baseURL: `${URL_}/v1`, apiKey: "none", supportsStructuredOutputs: true });
   await matrix("ai_sdk_openai_compatible_generateObject", async () =>
     (await generateObject({ model: p("tiny"), schema: Person, prompt, temperature: 1, maxOutputTokens: 400, maxRetries: 0, providerOptions })).object);
   await matrix("ai_sdk_openai_compatible_Output_object", async () =>
     (await generateText({ model: p("tiny"), output: Output.object({ schema: Person }), prompt, temperature: 1,
                           maxOutputTokens: 400, maxRetries: 0, providerOptions })).output);
-} else {
-  console.log("PASS client_matrix_ai_sdk_openai_compatible_skipped (@ai-sdk/openai-compatible is not in tests/npm)");
 }
 
 for (const responses of [false, true]) {
