@@ -1,7 +1,7 @@
 /* replay.c — "rank 0 drives, the other ranks follow" (replay.h): the driver's
  * model calls, told through the model's hooks table (model/hooks.h), are
  * broadcast over a k3_comm; the followers' loop executes them in order. All
- * state is one k3_replay. */
+ * state is one k3_dist_replay. */
 #include "dist/replay.h"
 
 #include <stdio.h>
@@ -26,7 +26,7 @@ enum {
     OP_FORWARD_BATCH
 };
 
-struct k3_replay {
+struct k3_dist_replay {
     k3_model_hooks hooks; /* installed in the model while the group is set */
     const k3_comm *comm;  /* the group commands go over */
     int pipeline;
@@ -41,22 +41,23 @@ typedef struct {
     int64_t op, a, b, c, d;
 } command;
 
-static int driving(const k3_replay *r) {
+static int driving(const k3_dist_replay *r) {
     return r->comm->rank == 0 && !r->following && !r->loading && !r->released;
 }
 
-static void bcast(const k3_replay *r, void *buf, size_t bytes) {
+static void bcast(const k3_dist_replay *r, void *buf, size_t bytes) {
     r->comm->bcast(r->comm->ctx, buf, bytes, 0);
 }
 
-static void send_cmd(const k3_replay *r, int64_t op, int64_t a, int64_t b, int64_t c, int64_t d) {
+static void send_cmd(const k3_dist_replay *r, int64_t op, int64_t a, int64_t b, int64_t c,
+                     int64_t d) {
     command k = {op, a, b, c, d};
     bcast(r, &k, sizeof k);
 }
 
 static const k3_load_opts *hook_load(void *ctx, const char *dir, const k3_load_opts *opts,
                                      k3_load_opts *tmp) {
-    k3_replay *r = ctx;
+    k3_dist_replay *r = ctx;
     *tmp = opts ? *opts : (k3_load_opts){0};
     if (driving(r)) {
         send_cmd(r, OP_LOAD, (int64_t)strlen(dir) + 1, tmp->threads, 0, 0);
@@ -74,7 +75,7 @@ static const k3_load_opts *hook_load(void *ctx, const char *dir, const k3_load_o
 }
 
 static k3_model *hook_loaded(void *ctx, k3_model *m) {
-    k3_replay *r = ctx;
+    k3_dist_replay *r = ctx;
     r->loading = 0;
     if (m && (r->tp ? k3_model_set_comms(m, r->tp, r->pp) : k3_model_set_comm(m, r->comm))) {
         k3_model_free(m);
@@ -102,13 +103,13 @@ static k3_model *hook_loaded(void *ctx, k3_model *m) {
 }
 
 static void hook_free(void *ctx, k3_model *m) {
-    k3_replay *r = ctx;
+    k3_dist_replay *r = ctx;
     if (driving(r)) send_cmd(r, OP_FREE, 0, 0, 0, 0);
     (void)m;
 }
 
 static void hook_seq_new(void *ctx, k3_seq *s) {
-    k3_replay *r = ctx;
+    k3_dist_replay *r = ctx;
     if (driving(r)) {
         s->par_id = r->next_id++;
         send_cmd(r, OP_SEQ_NEW, s->par_id, 0, 0, 0);
@@ -116,22 +117,22 @@ static void hook_seq_new(void *ctx, k3_seq *s) {
 }
 
 static void hook_seq_free(void *ctx, k3_seq *s) {
-    k3_replay *r = ctx;
+    k3_dist_replay *r = ctx;
     if (driving(r)) send_cmd(r, OP_SEQ_FREE, s->par_id, 0, 0, 0);
 }
 
 static void hook_seq_clone(void *ctx, const k3_seq *src, k3_seq *dst) {
-    k3_replay *r = ctx;
+    k3_dist_replay *r = ctx;
     if (driving(r)) send_cmd(r, OP_SEQ_CLONE, src->par_id, dst->par_id, 0, 0);
 }
 
 static void hook_seq_reset(void *ctx, k3_seq *s) {
-    k3_replay *r = ctx;
+    k3_dist_replay *r = ctx;
     if (driving(r)) send_cmd(r, OP_SEQ_RESET, s->par_id, 0, 0, 0);
 }
 
 static void hook_forward(void *ctx, k3_seq *s, const int32_t *tokens, int64_t n, int path) {
-    k3_replay *r = ctx;
+    k3_dist_replay *r = ctx;
     if (!driving(r)) return;
     send_cmd(r, OP_FORWARD, s->par_id, n, path, 0);
     bcast(r, (void *)tokens, sizeof(int32_t) * (size_t)n);
@@ -142,7 +143,7 @@ static void hook_forward(void *ctx, k3_seq *s, const int32_t *tokens, int64_t n,
 enum { BATCH_HDR = 4 };
 
 static void hook_forward_batch(void *ctx, const k3_batch_item *items, int n, int path) {
-    k3_replay *r = ctx;
+    k3_dist_replay *r = ctx;
     if (!driving(r)) return;
     int64_t total = 0;
     int64_t *hdr = k3_xmalloc(sizeof *hdr * (size_t)(BATCH_HDR * n));
@@ -162,9 +163,9 @@ static void hook_forward_batch(void *ctx, const k3_batch_item *items, int n, int
     free(tok);
 }
 
-k3_replay *k3_replay_new(const k3_comm *comm, int pipeline) {
+k3_dist_replay *k3_dist_replay_new(const k3_comm *comm, int pipeline) {
     if (!comm || comm->size <= 1) return NULL;
-    k3_replay *r = k3_xcalloc(1, sizeof *r);
+    k3_dist_replay *r = k3_xcalloc(1, sizeof *r);
     r->comm = comm, r->pipeline = pipeline, r->next_id = 1;
     r->hooks = (k3_model_hooks){r,
                                 hook_load,
@@ -180,20 +181,20 @@ k3_replay *k3_replay_new(const k3_comm *comm, int pipeline) {
     return r;
 }
 
-k3_replay *k3_replay_new_grid(const k3_comm *world, const k3_comm *tp, const k3_comm *pp) {
-    k3_replay *r = k3_replay_new(world, 0);
+k3_dist_replay *k3_dist_replay_grid(const k3_comm *world, const k3_comm *tp, const k3_comm *pp) {
+    k3_dist_replay *r = k3_dist_replay_new(world, 0);
     if (r) r->tp = tp, r->pp = pp;
     return r;
 }
 
-void k3_replay_release(k3_replay *r) {
+void k3_dist_replay_release(k3_dist_replay *r) {
     if (!r) return;
     if (driving(r)) send_cmd(r, OP_EXIT, 0, 0, 0, 0);
     r->released = 1; /* models still open keep this table: it stays, doing nothing */
     k3_model_set_hooks(NULL);
 }
 
-void k3_replay_free(k3_replay *r) {
+void k3_dist_replay_free(k3_dist_replay *r) {
     if (!r) return;
     k3_model_set_hooks(NULL);
     free(r);
@@ -202,7 +203,7 @@ void k3_replay_free(k3_replay *r) {
 /* ---- the follower ---- */
 
 typedef struct {
-    k3_replay *r;
+    k3_dist_replay *r;
     k3_model *m;
     k3_seq **seq; /* by driver id */
     int64_t cap;
@@ -230,7 +231,7 @@ static void drop_model(follower *f) {
 
 /* One command; -1 if it failed on this rank. */
 static int execute(follower *f, const command *k) {
-    const k3_replay *r = f->r;
+    const k3_dist_replay *r = f->r;
     switch (k->op) {
     case OP_LOAD: {
         char *dir = k3_xmalloc((size_t)k->a);
@@ -300,7 +301,7 @@ static int execute(follower *f, const command *k) {
     return k3_seterr("unknown command %lld from the driver", (long long)k->op);
 }
 
-int k3_replay_follow(k3_replay *r) {
+int k3_dist_replay_follow(k3_dist_replay *r) {
     if (!r) return 0;
     follower f = {.r = r};
     int failed = 0;

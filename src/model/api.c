@@ -117,6 +117,29 @@ uint64_t k3_model_active_bytes(const k3_model *m) {
     return m->active_bytes;
 }
 
+/* Bytes of one routed expert of every MoE layer this process holds, summed. */
+static uint64_t expert_bytes(const k3_model *m) {
+    uint64_t b = 0;
+    for (int i = m->layer0; i < m->layer1; i++) {
+        const k3_layer *l = &m->L[i];
+        if (l->is_moe)
+            b += k3_wmat_bytes(&l->moe.eg[0]) + k3_wmat_bytes(&l->moe.eu[0]) +
+                 k3_wmat_bytes(&l->moe.ed[0]);
+    }
+    return b;
+}
+
+void k3_model_get_info(const k3_model *m, k3_model_info *info) {
+    *info = (k3_model_info){.ctx_train = m->c->max_position_embeddings,
+                            .experts = m->c->num_experts,
+                            .experts_per_token = m->c->num_experts_per_token,
+                            .expert_bytes = expert_bytes(m)};
+}
+
+void k3_model_set_drop_pages(k3_model *m, int on) {
+    m->drop_pages = on;
+}
+
 /* ---- sequences ---------------------------------------------------------- */
 
 /* Point every KDA layer's conv and S into the state block (zeroed), and
@@ -232,4 +255,22 @@ void k3_seq_reset(k3_seq *s) {
 
 int64_t k3_seq_len(const k3_seq *s) {
     return s->len;
+}
+
+/* Bytes of one snapshot of s: its caches at their capacity, or (at >= 0) at exactly
+ * `at` tokens, the least any snapshot of s's model at that length can cost. */
+size_t k3_seq_state_bytes(const k3_seq *s, int64_t at) {
+    const k3_config *c = s->m->c;
+    int64_t P = (int64_t)c->kda_heads * c->kda_head_dim, hd = c->kda_head_dim;
+    int64_t rope = c->qk_rope_head_dim ? c->qk_rope_head_dim : 1;
+    size_t floats = 0;
+    for (int i = 0; i < c->num_hidden_layers; i++) {
+        const k3_layer_cache *l = &s->lc[i];
+        if (l->conv) floats += (size_t)((c->kda_conv_kernel - 1) * 3 * P + 1);
+        if (l->S) floats += (size_t)(c->kda_heads * hd * hd);
+        const int64_t cap = at >= 0 ? at : l->cap;
+        if (l->lat) floats += (size_t)(cap * c->kv_lora_rank);
+        if (l->kpe) floats += (size_t)(cap * rope);
+    }
+    return sizeof *s + (size_t)c->num_hidden_layers * sizeof *s->lc + floats * sizeof(float);
 }

@@ -51,7 +51,7 @@ typedef struct {
     k3_wmat gate, up, down; /* [I, D], [I, D], [D, I] */
 } k3_mlp_w;
 
-typedef struct {
+typedef struct k3_moe_w {
     k3_wmat router;           /* [E, D] */
     float *bias;              /* e_score_correction_bias [E] */
     k3_wmat lat_down, lat_up; /* [L, D], [D, L] when routed_expert_hidden_size */
@@ -140,7 +140,7 @@ struct k3_seq {
 
 /* Free a sequence's verify records (spec.c; k3_seq_free). */
 void k3_spec_rec_free(k3_seq *s);
-/* Called by k3_kda_forward on a layer cache with a record (spec.c): save the
+/* Called by k3_kda_forward on a layer cache with a record (kda_rec.c): save the
  * pre-conv rows and the conv history copy before the conv ... */
 void k3_kda_rec_begin(k3_layer_cache *lc, float *const zb[3], int64_t t0, int64_t n, int64_t P,
                       int K);
