@@ -12,7 +12,8 @@
 #include "k3.h"
 
 typedef struct k3_model_hooks {
-    void *ctx; /* the first argument of every function */
+    void *ctx; /* the first argument of every function; load and loaded are
+                  required, the others may be NULL */
     /* Before loading: return the opts to load with (this rank's slice, in *tmp). */
     const k3_load_opts *(*load)(void *ctx, const char *dir, const k3_load_opts *opts,
                                 k3_load_opts *tmp);
