@@ -50,6 +50,18 @@ int k3_model_bos(const k3_model *m);
 /* Bytes of weights mapped by this process, and bytes read per decoded token. */
 uint64_t k3_model_weight_bytes(const k3_model *m);
 uint64_t k3_model_active_bytes(const k3_model *m);
+/* Facts of the checkpoint that callers size things by. */
+typedef struct k3_model_info {
+    int64_t ctx_train;     /* config.json max_position_embeddings (0 if absent) */
+    int experts;           /* routed experts per MoE layer (0: no MoE) */
+    int experts_per_token; /* of which each token picks this many */
+    uint64_t expert_bytes; /* bytes of one routed expert of every MoE layer held here, summed */
+} k3_model_info;
+void k3_model_get_info(const k3_model *m, k3_model_info *info);
+/* 1: after each layer and the head, drop the mapped weight pages from this
+ * process (the page cache keeps them): RSS bounded by one layer, for a
+ * one-off pass over a model larger than RAM (k3 quantize's check). */
+void k3_model_set_drop_pages(k3_model *m, int on);
 
 k3_seq *k3_seq_new(k3_model *m);
 void k3_seq_free(k3_seq *s);
@@ -80,6 +92,11 @@ size_t k3_model_state_bytes(const k3_model *m);
 void k3_seq_reset(k3_seq *s);
 /* Number of tokens the sequence has consumed. */
 int64_t k3_seq_len(const k3_seq *s);
+/* Bytes of memory a copy of s holds (the sequence, its KDA state and its MLA
+ * caches at their capacity); with at >= 0, those of a copy at exactly `at`
+ * tokens: the least any sequence of s's model at that length costs (for
+ * budgets of kept copies, e.g. a prompt cache). */
+size_t k3_seq_state_bytes(const k3_seq *s, int64_t at);
 
 /* Feed n >= 1 tokens, appending them to the sequence's caches.
  * logits: NULL (caches only), or with all=1 a [n, vocab] buffer for every

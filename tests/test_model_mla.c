@@ -176,8 +176,50 @@ TEST(decode_does_not_allocate) {
     k3_model_free(m);
 }
 
+/* A batched decode step (several sequences, each with logits) allocates
+ * nothing once the first step of that batch size has sized the workspace:
+ * the head's [rows, vocab] logits and the batch's lists come from it too. */
+TEST(batch_decode_does_not_allocate) {
+    char dir[1024];
+    fixture_dir("tests/fixtures/heads4-sharded", dir, sizeof dir);
+    k3_model *m = k3_model_load(dir, NULL);
+    CHECK(m, "load %s: %s", dir, k3_errmsg());
+    if (!m) return;
+    enum { NS = 3 };
+    int64_t V = k3_model_vocab(m);
+    float *logits = malloc(sizeof(float) * (size_t)(NS * V));
+    k3_seq *s[NS];
+    int32_t tok[NS];
+    k3_batch_item it[NS];
+    for (int i = 0; i < NS; i++) {
+        s[i] = k3_seq_new(m);
+        CHECK(k3_forward(s[i], g_tok, 4 + i, NULL, 0) == 0, "%s", k3_errmsg());
+        tok[i] = (int32_t)(5 + i);
+        it[i] = (k3_batch_item){.seq = s[i], .tokens = &tok[i], .n = 1, .logits = logits + i * V};
+    }
+    CHECK(k3_forward_batch(it, NS) == 0, "%s", k3_errmsg()); /* sizes the buffers */
+    uint64_t grows = k3_workspace_grows();
+    g_allocs = 0;
+    g_counting = 1;
+    for (int step = 0; step < 20; step++) {
+        for (int i = 0; i < NS; i++) tok[i] = (int32_t)((tok[i] * 31 + 7 + i) % 256);
+        CHECK(k3_forward_batch(it, NS) == 0, "%s", k3_errmsg());
+    }
+    g_counting = 0;
+    CHECK(k3_workspace_grows() == grows, "workspace grew %llu times in batched decoding",
+          (unsigned long long)(k3_workspace_grows() - grows));
+    printf("  20 batched steps of %d: %llu workspace grows, %ld allocator calls%s\n", NS,
+           (unsigned long long)(k3_workspace_grows() - grows), g_allocs,
+           COUNT_MALLOC ? "" : " (not counted under the sanitizer)");
+    CHECK(g_allocs == 0, "%ld allocator calls in 20 batched decode steps", g_allocs);
+    for (int i = 0; i < NS; i++) k3_seq_free(s[i]);
+    free(logits);
+    k3_model_free(m);
+}
+
 int main(void) {
     RUN(threads_bitwise_and_ref_close);
     RUN(decode_does_not_allocate);
+    RUN(batch_decode_does_not_allocate);
     return t_done();
 }

@@ -13,7 +13,6 @@
 
 #include "base/err.h"
 #include "base/mem.h"
-#include "model/model.h"
 #include "quant/qconvert.h"
 
 #include <errno.h>
@@ -136,7 +135,7 @@ static int parse_args(int argc, char **argv, k3_qconv_opts *a) {
 static int validate(const char *dir) {
     k3_model *m = k3_model_load(dir, NULL);
     if (!m) return k3_preferr("reloading %s", dir);
-    m->drop_pages = 1;
+    k3_model_set_drop_pages(m, 1);
     k3_seq *s = k3_seq_new(m);
     float *logits = k3_xmalloc(sizeof(float) * (size_t)k3_model_vocab(m));
     int32_t tok = 1;

@@ -7,12 +7,15 @@
 
 #include "base/err.h"
 #include "dist/dist.h"
-#include "model/follow.h"
+#include "dist/replay.h"
+
+/* This process's driver/follower group (one per process: the MPI world). */
+static k3_dist_replay *replay;
 
 /* Rank 0 at exit: release the followers, then leave MPI together with them. */
 static void driver_exit(int status, void *arg) {
     (void)status, (void)arg;
-    k3_par_release_followers();
+    k3_dist_replay_release(replay);
     k3_dist_finalize();
 }
 
@@ -34,15 +37,16 @@ int k3_dist_main(int argc, char **argv) {
             k3_dist_finalize();
             return 2;
         }
-        k3_par_set_grid(k3_dist_comm(), tpc, ppc);
+        replay = k3_dist_replay_grid(k3_dist_comm(), tpc, ppc);
     } else {
-        k3_par_set_group(k3_dist_comm(), stages == N || (pp && *pp && strcmp(pp, "0")));
+        replay = k3_dist_replay_new(k3_dist_comm(), stages == N || (pp && *pp && strcmp(pp, "0")));
     }
     if (k3_dist_rank() == 0) {
         on_exit(driver_exit, NULL);
         return -1;
     }
-    int rc = k3_par_follow();
+    int rc = k3_dist_replay_follow(replay);
+    k3_dist_replay_free(replay);
     k3_dist_finalize();
     return rc;
 }

@@ -5,7 +5,7 @@
 #include "base/err.h"
 #include "base/mem.h"
 #include "gen/spec.h"
-#include "model/model.h"
+#include "k3.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -122,26 +122,17 @@ int k3_replay_verify_cost(k3_model *m, const int32_t *prompt, size_t np, int kma
     return rc ? -1 : 0;
 }
 
-/* Bytes of one routed expert of every MoE layer, summed. */
-static double expert_bytes(const k3_model *m) {
-    double b = 0;
-    for (int i = m->layer0; i < m->layer1; i++) {
-        const k3_layer *l = &m->L[i];
-        if (l->is_moe)
-            b += (double)(k3_wmat_bytes(&l->moe.eg[0]) + k3_wmat_bytes(&l->moe.eu[0]) +
-                          k3_wmat_bytes(&l->moe.ed[0]));
-    }
-    return b;
-}
-
 double k3_replay_routed_bytes(const k3_model *m) {
-    return expert_bytes(m) * m->c->num_experts_per_token;
+    k3_model_info in;
+    k3_model_get_info(m, &in);
+    return (double)in.expert_bytes * in.experts_per_token;
 }
 
 double k3_replay_step_bytes(const k3_model *m, int t) {
-    const k3_config *c = m->c;
-    double E = c->num_experts, k = c->num_experts_per_token, expert = expert_bytes(m);
-    double dense = (double)m->active_bytes - expert * k;
+    k3_model_info in;
+    k3_model_get_info(m, &in);
+    double E = in.experts, k = in.experts_per_token, expert = (double)in.expert_bytes;
+    double dense = (double)k3_model_active_bytes(m) - expert * k;
     double uni = E > 0 ? E * (1 - pow(1 - k / E, t)) : 0;
     return dense + expert * uni;
 }

@@ -6,13 +6,16 @@
  * before its norm) passes through model->reduce, the single place where a
  * distributed build sums partial results across ranks; for one process it is
  * a no-op. The block implementations live in kda.c, mla.c, moe.c and
- * attnres.c; model.c loads the weights and runs the layers in order. */
+ * attnres.c; model_load.c loads the weights, forward.c runs the layers in
+ * order and api.c holds the entry points of k3.h. */
 #ifndef K3_MODEL_MODEL_H
 #define K3_MODEL_MODEL_H
 
 #include "quant/checkpoint.h"
 #include "k3.h"
 #include "model/comm.h"
+#include "model/hooks.h"
+#include "model/workspace.h"
 #include "quant/wmat.h"
 
 #include <pthread.h>
@@ -48,7 +51,7 @@ typedef struct {
     k3_wmat gate, up, down; /* [I, D], [I, D], [D, I] */
 } k3_mlp_w;
 
-typedef struct {
+typedef struct k3_moe_w {
     k3_wmat router;           /* [E, D] */
     float *bias;              /* e_score_correction_bias [E] */
     k3_wmat lat_down, lat_up; /* [L, D], [D, L] when routed_expert_hidden_size */
@@ -66,45 +69,6 @@ typedef struct {
     k3_mlp_w mlp;
     k3_moe_w moe;
 } k3_layer;
-
-/* A grow-only buffer: reallocated only when a call needs more than it holds,
- * so after the first call of a given size the forward pass does not allocate. */
-typedef struct {
-    void *p;
-    size_t cap;
-} k3_grow_buf;
-
-/* At least `bytes` of b (64-byte aligned, contents undefined after a grow);
- * dies on out-of-memory like k3_xmalloc. */
-void *k3_grow(k3_grow_buf *b, size_t bytes);
-/* How many times a workspace buffer or an MLA cache grew in this process
- * (tests use it to check that the token loop does not allocate). */
-uint64_t k3_workspace_grows(void);
-/* Count one growth (the MLA cache counts its reallocations here too). */
-void k3_workspace_count_grow(void);
-
-/* mla.c's temporaries (see k3_mla_forward). */
-enum {
-    K3_MLA_Q,   /* queries [T, nh*(nope+rope)] */
-    K3_MLA_O,   /* attention output [T, nh*vd] */
-    K3_MLA_G,   /* output gate [T, nh*vd] */
-    K3_MLA_CQ,  /* q-LoRA latent [T, ql] */
-    K3_MLA_CKV, /* kv_a output [T, r+rope] */
-    K3_MLA_QN,  /* no-RoPE query parts [nh, T, nope] */
-    K3_MLA_QA,  /* absorbed queries [nh, T, r] */
-    K3_MLA_OL,  /* attended latents [nh, T, r] */
-    K3_MLA_KV,  /* path A keys and values of one head [N, nope + vd], or W_UV output */
-    K3_MLA_THR, /* the tiled attention's scratch (kernels/mla_tile.h) */
-    K3_MLA_WS_N
-};
-
-/* Every activation buffer of one forward pass: used by one pass at a time
- * (k3_model.ws_busy), grow-only. */
-typedef struct {
-    k3_grow_buf act;              /* the [T, D] buffers of model.c, one block */
-    k3_grow_buf blocks;           /* the AttnRes block list (pointers) */
-    k3_grow_buf mla[K3_MLA_WS_N]; /* mla.c */
-} k3_workspace;
 
 /* At most this many freed sequence state blocks are kept for reuse, and
  * K3_SPARE_BYTES of them in all, unless a reserve asks for more (states.c). */
@@ -125,10 +89,11 @@ struct k3_model {
     k3_config local_cfg; /* per-rank head counts and widths (m->c) when tp_size > 1 */
     const k3_comm *comm; /* the group; NULL for a single process */
     uint64_t weight_bytes, active_bytes;
-    k3_workspace ws;    /* the forward pass's buffers (model.c) */
-    atomic_int ws_busy; /* 1 while a pass uses ws; a concurrent pass makes its own */
-    int drop_pages;     /* 1: after each layer and the head, unmap the weight pages from this
-                           process (page cache kept): bounded RSS, e.g. k3 quantize's check */
+    const k3_model_hooks *hooks; /* told of every public call (hooks.h); NULL: none */
+    k3_workspace ws;             /* the forward pass's buffers (forward.c) */
+    atomic_int ws_busy;          /* 1 while a pass uses ws; a concurrent pass makes its own */
+    int drop_pages; /* 1: after each layer and the head, unmap the weight pages from this
+                       process (page cache kept): bounded RSS, e.g. k3 quantize's check */
     /* state blocks kept for the next sequences: freed ones, and the reserve
        k3_model_state_refill faults in (states.c) */
     pthread_mutex_t spare_mu;
@@ -165,7 +130,7 @@ typedef struct {
 
 struct k3_seq {
     k3_model *m;
-    int64_t par_id; /* driver/follower mode (follow.h): the id the followers know it by */
+    int64_t par_id; /* driver/follower mode (dist/replay.h): the id the followers know it by */
     int64_t len;
     k3_layer_cache *lc;
     float *state;             /* every KDA layer's conv and S, one k3_big_calloc block */
@@ -175,7 +140,7 @@ struct k3_seq {
 
 /* Free a sequence's verify records (spec.c; k3_seq_free). */
 void k3_spec_rec_free(k3_seq *s);
-/* Called by k3_kda_forward on a layer cache with a record (spec.c): save the
+/* Called by k3_kda_forward on a layer cache with a record (kda_rec.c): save the
  * pre-conv rows and the conv history copy before the conv ... */
 void k3_kda_rec_begin(k3_layer_cache *lc, float *const zb[3], int64_t t0, int64_t n, int64_t P,
                       int K);
@@ -215,8 +180,6 @@ void k3_kda_forward(const k3_model *m, const k3_layer *l, const k3_segs *sg, con
  * expanded otherwise), 'A' or 'B' to force one. Temporaries come from ws. */
 int k3_mla_forward(const k3_model *m, const k3_layer *l, const k3_segs *sg, const float *x,
                    int64_t T, float *out, int path, k3_workspace *ws);
-/* Free a workspace's buffers (k3_model_free). */
-void k3_workspace_free(k3_workspace *ws);
 
 void k3_mlp_forward(const k3_model *m, const k3_mlp_w *w, const float *x, int64_t T, float *out);
 /* The same without the all-reduce (this rank's partial sum; the MoE reduces it with the latent). */
@@ -235,7 +198,7 @@ void k3_attnres_mix(float *const *R, int n, const float *p, const float *w, int6
 void k3_attnres_mix_ref(float *const *R, int n, const float *p, const float *w, int64_t T,
                         int64_t D, double eps, float *out);
 
-/* k3_forward_batch with a forced MLA path (follow.c, tests). */
+/* k3_forward_batch with a forced MLA path (dist/replay.c, tests). */
 int k3_forward_batch_path(k3_batch_item *items, int n, int path);
 /* k3_forward with a forced MLA path ('A' expanded, 'B' absorbed, 0 automatic); for tests. */
 int k3_forward_path(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, int all, int path);
@@ -253,8 +216,11 @@ float *k3_state_block_take(k3_model *m);
 void k3_state_block_give(k3_model *m, float *p, size_t bytes);
 void k3_state_blocks_free(k3_model *m);
 
-/* Loader of one layer's weights (model_load.c). */
+/* Loader of one layer's weights (model_load.c), of the model-wide tensors,
+ * and the weight byte counts (weight_bytes, active_bytes). */
 int k3_layer_load(k3_model *m, int i, k3_layer *l);
+int k3_load_globals(k3_model *m);
+void k3_count_bytes(k3_model *m);
 void k3_layer_free(k3_layer *l);
 
 #endif

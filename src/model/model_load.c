@@ -1,7 +1,8 @@
 /* model_load.c — fills one k3_layer from the checkpoint (either layout): which
  * tensor names make up each block, their expected shapes, and the fused /
  * split variants (qkv_proj vs q/k/v_proj, qkv_conv vs q/k/v_conv1d, embed_q +
- * unembed_out vs kv_b_proj, switch_mlp stacks vs experts.N.w1/w2/w3). */
+ * unembed_out vs kv_b_proj, switch_mlp stacks vs experts.N.w1/w2/w3); and the
+ * model-wide tensors (embedding, final norm, head) and the weight byte counts. */
 #include "base/err.h"
 #include "base/mem.h"
 #include "model/model.h"
@@ -234,4 +235,58 @@ void k3_layer_free(k3_layer *l) {
     free(l->moe.eg);
     free(l->moe.eu);
     free(l->moe.ed);
+}
+
+/* The embedding, final norm and lm_head, and the output AttnRes vector. */
+int k3_load_globals(k3_model *m) {
+    k3_ckpt *ck = &m->ck;
+    const k3_config *c = m->c;
+    int64_t D = c->hidden_size, V = c->vocab_size;
+    if (k3_ckpt_linear(ck, "model.embed_tokens", V, D, &m->embed)) return -1;
+    if (c->tie_word_embeddings)
+        m->head = m->embed;
+    else if (k3_ckpt_linear(ck, "lm_head", V, D, &m->head))
+        return -1;
+    m->final_norm = k3_xcalloc((size_t)D, sizeof(float));
+    if (k3_ckpt_vec(ck, "model.norm.weight", D, m->final_norm)) return -1;
+    if (!c->attn_res_block_size) return 0;
+    m->w_out = k3_xcalloc((size_t)D, sizeof(float));
+    float *p = k3_xcalloc((size_t)D, sizeof(float));
+    int rc = k3_ckpt_vec(ck, "model.output_attn_res_norm.weight", D, m->w_out) ||
+             k3_ckpt_vec(ck, "model.output_attn_res_proj.weight", D, p);
+    for (int64_t d = 0; d < D; d++) m->w_out[d] *= p[d];
+    free(p);
+    return rc ? -1 : 0;
+}
+
+/* Bytes of every Linear, and of what one decoded token reads (top-k experts only). */
+void k3_count_bytes(k3_model *m) {
+    uint64_t all =
+        k3_wmat_bytes(&m->embed) + (m->c->tie_word_embeddings ? 0 : k3_wmat_bytes(&m->head));
+    uint64_t act = k3_wmat_bytes(&m->head);
+    for (int i = 0; i < m->c->num_hidden_layers; i++) {
+        const k3_layer *l = &m->L[i];
+        const k3_wmat *ws[] = {
+            &l->kda.q,          &l->kda.k,      &l->kda.v,           &l->kda.fa,
+            &l->kda.fb,         &l->kda.b,      &l->kda.g,           &l->kda.ga,
+            &l->kda.gb,         &l->kda.o,      &l->mla.qa,          &l->mla.qb,
+            &l->mla.q,          &l->mla.kva,    &l->mla.g,           &l->mla.o,
+            &l->mlp.gate,       &l->mlp.up,     &l->mlp.down,        &l->moe.router,
+            &l->moe.lat_down,   &l->moe.lat_up, &l->moe.shared.gate, &l->moe.shared.up,
+            &l->moe.shared.down};
+        uint64_t b = 0;
+        for (size_t k = 0; k < sizeof ws / sizeof ws[0]; k++) b += k3_wmat_bytes(ws[k]);
+        for (int h = 0; !l->is_kda && l->mla.uk && h < m->c->num_attention_heads; h++)
+            b += k3_wmat_bytes(&l->mla.uk[h]) + k3_wmat_bytes(&l->mla.uv[h]);
+        uint64_t e1 = 0;
+        if (l->is_moe) {
+            e1 = k3_wmat_bytes(&l->moe.eg[0]) + k3_wmat_bytes(&l->moe.eu[0]) +
+                 k3_wmat_bytes(&l->moe.ed[0]);
+            all += e1 * (uint64_t)m->c->num_experts;
+        }
+        all += b;
+        act += b + e1 * (uint64_t)m->c->num_experts_per_token;
+    }
+    m->weight_bytes = all;
+    m->active_bytes = act;
 }

@@ -2,7 +2,7 @@
  *
  * k3_load_opts says which slice this process holds (tp_rank/tp_size or
  * pp_rank/pp_size); these functions, called by the loader and the forward
- * pass in model.c, turn that into the model's state:
+ * pass (api.c, forward.c), turn that into the model's state:
  *   tensor parallel: every layer sliced by src/model/tp.c, the forward pass
  *     run on the per-rank config, partial sums added up by the comm's
  *     all-reduce through model->reduce.

@@ -1,5 +1,6 @@
 /* prefetch.c — expert read-ahead pool and RAM-budget residency (see prefetch.h). */
 #include "model/prefetch.h"
+#include "model/model.h"
 
 #include <errno.h>
 #include <pthread.h>

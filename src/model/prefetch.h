@@ -36,10 +36,12 @@
 
 #include <stdint.h>
 
-#include "model/model.h"
+#include "k3.h"
+
+struct k3_moe_w; /* model.h: this header is also the k3 command's (k3 bench) */
 
 /* The experts with tokens in this call: start[e+1] > start[e] (E + 1 entries). */
-void k3_prefetch_route(const k3_model *m, const k3_moe_w *w, const int64_t *start);
+void k3_prefetch_route(const k3_model *m, const struct k3_moe_w *w, const int64_t *start);
 
 /* Override the environment: read-ahead on (1), off (0) or auto (-1); RAM budget in bytes
  * (0 = none). */

@@ -88,28 +88,6 @@ static int spec_reserve(k3_seq *s, int64_t cap) {
     return 0;
 }
 
-void k3_kda_rec_begin(k3_layer_cache *lc, float *const zb[3], int64_t t0, int64_t n, int64_t P,
-                      int K) {
-    k3_kda_rec *r = lc->rec;
-    size_t row = sizeof(float) * (size_t)P;
-    memcpy(r->zq, zb[0] + t0 * P, row * (size_t)n);
-    memcpy(r->zk, zb[1] + t0 * P, row * (size_t)n);
-    memcpy(r->zv, zb[2] + t0 * P, row * (size_t)n);
-    memcpy(r->conv, lc->conv, 3 * row * (size_t)(K - 1));
-    r->n = n;
-}
-
-void k3_kda_rec_end(k3_layer_cache *lc, const float *const qkva[4], const float *beta, int64_t t0,
-                    int64_t n, int64_t P, int H) {
-    k3_kda_rec *r = lc->rec;
-    size_t rows = sizeof(float) * (size_t)(P * n);
-    memcpy(r->q, qkva[0] + t0 * P, rows);
-    memcpy(r->k, qkva[1] + t0 * P, rows);
-    memcpy(r->v, qkva[2] + t0 * P, rows);
-    memcpy(r->a, qkva[3] + t0 * P, rows);
-    memcpy(r->beta, beta + t0 * H, sizeof(float) * (size_t)(H * n));
-}
-
 /* Point (arm = 1) or unpoint the KDA layer caches of s at their records. */
 static void spec_arm(k3_seq *s, int arm) {
     for (int i = 0; i < s->m->c->num_hidden_layers; i++)

@@ -10,7 +10,7 @@
 
 #include "base/err.h"
 #include "gen/constrain.h"
-#include "model/model.h"
+#include "k3.h"
 #include "base/utf8safe.h"
 #include "text/chat.h"
 
@@ -56,7 +56,9 @@ int serve_engine_open(serve_engine *e, const char *dir, const char *name, int th
         default_name(raw, sizeof raw, dir);
     /* the id goes into every JSON response: valid UTF-8, cut on a boundary */
     k3_utf8_escape(e->name, sizeof e->name, raw, strlen(raw), K3_UTF8_CTRL);
-    e->n_ctx_train = e->model->c->max_position_embeddings; /* range-checked by the loader */
+    k3_model_info info;
+    k3_model_get_info(e->model, &info);
+    e->n_ctx_train = (int)info.ctx_train; /* range-checked by the loader */
     int32_t ctl[4] = {e->xtml.ctrl_id[K3_XC_OPEN], e->xtml.ctrl_id[K3_XC_CLOSE],
                       e->xtml.ctrl_id[K3_XC_SEP], e->xtml.ctrl_id[K3_XC_EOM]};
     if (ctl[0] >= 0 && ctl[1] >= 0 && ctl[2] >= 0 && ctl[3] >= 0)

@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "base/mem.h"
-#include "model/model.h"
+#include "k3.h"
 
 /* One stored sequence state. Busy while the copier fills it or reads it. */
 typedef struct snap {
@@ -365,26 +365,8 @@ k3_seq *serve_pcache_lookup(serve_pcache *pc, const char *key, size_t key_len, c
     return s;
 }
 
-/* Bytes of one snapshot of s: its caches at their capacity, or (at >= 0) at exactly
- * `at` tokens, the least any snapshot of s's model at that length can cost. */
-static size_t seq_bytes(const k3_seq *s, int64_t at) {
-    const k3_config *c = s->m->c;
-    int64_t P = (int64_t)c->kda_heads * c->kda_head_dim, hd = c->kda_head_dim;
-    int64_t rope = c->qk_rope_head_dim ? c->qk_rope_head_dim : 1;
-    size_t floats = 0;
-    for (int i = 0; i < c->num_hidden_layers; i++) {
-        const k3_layer_cache *l = &s->lc[i];
-        if (l->conv) floats += (size_t)((c->kda_conv_kernel - 1) * 3 * P + 1);
-        if (l->S) floats += (size_t)(c->kda_heads * hd * hd);
-        const int64_t cap = at >= 0 ? at : l->cap;
-        if (l->lat) floats += (size_t)(cap * c->kv_lora_rank);
-        if (l->kpe) floats += (size_t)(cap * rope);
-    }
-    return sizeof *s + (size_t)c->num_hidden_layers * sizeof *s->lc + floats * sizeof(float);
-}
-
 size_t serve_pcache_seq_bytes(const k3_seq *s) {
-    return seq_bytes(s, -1);
+    return k3_seq_state_bytes(s, -1);
 }
 
 /* Free x's snapshot; drop x and its ancestors while they lead to nothing. */
@@ -442,7 +424,7 @@ static node *stored(serve_pcache *pc, const char *key, size_t key_len, const int
 int serve_pcache_would_keep(serve_pcache *pc, const char *key, size_t key_len, const int32_t *ids,
                             int64_t n, const k3_seq *like, int with_logits) {
     if (pc->st.budget == 0 || n <= 0) return 0;
-    const size_t least = seq_bytes(like, n) + (size_t)n * sizeof *ids +
+    const size_t least = k3_seq_state_bytes(like, n) + (size_t)n * sizeof *ids +
                          (with_logits ? sizeof(float) * (size_t)pc->vocab : 0);
     pthread_mutex_lock(&pc->mu);
     node *old = stored(pc, key, key_len, ids, n);

@@ -5,7 +5,7 @@
 # lengths) gives every sequence the logits of k3_forward alone within 1e-5
 # relative and the same greedy continuation (tests/test_model_batch.c; rank 0
 # prints the PASS/FAIL lines). The forward batch travels to the follower ranks
-# of `k3 serve` the same way (OP_FORWARD_BATCH, src/model/follow.c).
+# of `k3 serve` the same way (OP_FORWARD_BATCH, src/dist/replay.c).
 cd "$(dirname "$0")/../.."
 . tests/sh/dist_env.sh.inc
 T=$K3_BUILD/tests/test_model_batch

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # dist_subcommands.sh — subcommands other than logits under mpirun: rank 0 runs
 # the subcommand and does all I/O, ranks 1..N-1 follow its model calls
-# (src/model/follow.h). generate on the built-in tiny model must produce the
+# (src/dist/replay.h). generate on the built-in tiny model must produce the
 # same token ids with -np 2 tensor parallel, with K3_PIPELINE=1 and with
 # K3_PIPELINE_STAGES=2 -np 4 (TP2 x PP2) as in one
 # process; bench must run and report; serve must answer a greedy completion
