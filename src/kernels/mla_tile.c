@@ -19,6 +19,7 @@
 
 #define CHUNK_ROWS 96 /* rows a task folds each block into: 96 heads of a decode, 2 groups */
 #define SPLIT_MIN 512 /* tokens of the shortest split */
+#define TASKS 32      /* splits are cut until there are this many tasks, no further */
 #define PART_CAP ((int64_t)1 << 25) /* floats of partial results at most (128 MiB) */
 
 typedef struct {
@@ -37,6 +38,7 @@ static tile_plan make_plan(const k3_mla_tile_args *a) {
     p.nchunk = cdiv(p.nrows, CHUNK_ROWS);
     int64_t ns = cdiv(a->n, SPLIT_MIN), cap = PART_CAP / (p.nrows * p.ld);
     ns = ns < cap ? ns : cap;
+    ns = ns < cdiv(TASKS, p.nchunk) ? ns : cdiv(TASKS, p.nchunk); /* partials cost memory traffic */
     ns = ns < 1 ? 1 : ns;
     p.slen = cdiv(cdiv(a->n, ns), K3_TILE_TOK) * K3_TILE_TOK;
     p.nsplit = cdiv(a->n, p.slen);

@@ -56,7 +56,7 @@ int k3_mla_tile_bench(int nh, int r, int rope, int64_t n, int64_t nt, int reps,
 /* ---- internal: the per-ISA block step (mla_tile_avx512.c, mla_tile_avx2.c) ---- */
 
 #define K3_TILE_GROUP 48 /* rows scored together against a block (lanes, a multiple of 16) */
-#define K3_TILE_TOK 32   /* tokens per block */
+#define K3_TILE_TOK 64   /* tokens per block */
 
 typedef struct {
     int g, gp;                  /* rows in use (<= K3_TILE_GROUP), lanes (g rounded up to 16) */
