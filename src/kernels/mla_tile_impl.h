@@ -121,12 +121,48 @@ TILE_ATTR static void TILE_FN(softmax)(k3_tile_group *gr, int64_t j0, int jn, fl
     }
 }
 
+/* Rows [r0, r0 + wr) (past g: repeats of the last row, discarded), columns
+ * [c0, c0 + WC*VW) under masks m: acc = alpha acc + sum_j S[j][row] V[j0 + j]. */
+TILE_INLINE void TILE_FN(wsum_tile)(const k3_mla_tile_args *a, const k3_tile_group *gr, int wr,
+                                    int r0, int c0, const vmask *m, int64_t j0, int jn,
+                                    const float *S, const float *alpha) {
+    int ri[WR];
+    for (int r = 0; r < wr; r++) ri[r] = r0 + r < gr->g ? r0 + r : gr->g - 1;
+    vf acc[WR * WC];
+#pragma GCC unroll 8
+    for (int r = 0; r < wr; r++) {
+        vf al = VSET1(alpha[ri[r]]);
+#pragma GCC unroll 8
+        for (int c = 0; c < WC; c++)
+            acc[r * WC + c] = VMUL(al, VLOADM(gr->acc[ri[r]] + c0 + c * VW, m[c]));
+    }
+    const float *vrow = a->V + j0 * a->ldv + c0, *s = S;
+    for (int j = 0; j < jn; j++, vrow += a->ldv, s += gr->gp) {
+        vf v[WC];
+#pragma GCC unroll 8
+        for (int c = 0; c < WC; c++) v[c] = VLOADM(vrow + c * VW, m[c]);
+#pragma GCC unroll 8
+        for (int r = 0; r < wr; r++) {
+            vf p = VSET1(s[ri[r]]);
+#pragma GCC unroll 8
+            for (int c = 0; c < WC; c++) acc[r * WC + c] = VFMA(p, v[c], acc[r * WC + c]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < wr; r++) /* constant indices: acc stays in registers */
+#pragma GCC unroll 8
+        for (int c = 0; c < WC; c++)
+            if (r0 + r < gr->g) VSTOREM(gr->acc[r0 + r] + c0 + c * VW, m[c], acc[r * WC + c]);
+}
+
 /* acc_i = alpha_i acc_i + sum_j S[j][i] V[j0 + j] for the group's rows: the
- * value tile is WR rows x WC vectors, columns outer so a slice of the block's
- * values stays in L1 while every row takes it. */
+ * value tile is WR rows x WC vectors (half as many rows where the group's row
+ * count is a multiple of that and not of WR, so no tile computes padding),
+ * columns outer so a slice of the block's values stays in L1 while every row
+ * takes it. */
 TILE_ATTR static void TILE_FN(wsum)(const k3_mla_tile_args *a, const k3_tile_group *gr, int64_t j0,
                                     int jn, const float *S, const float *alpha) {
-    const int dv = a->dv, gp = gr->gp;
+    const int dv = a->dv, half = gr->g % WR != 0 && gr->g % (WR / 2) == 0;
     for (int c0 = 0; c0 < dv; c0 += WC * VW) {
         vmask m[WC];
 #pragma GCC unroll 8
@@ -134,36 +170,12 @@ TILE_ATTR static void TILE_FN(wsum)(const k3_mla_tile_args *a, const k3_tile_gro
             int left = dv - c0 - c * VW;
             m[c] = VMASK(left > 0 ? left : 0);
         }
-        for (int r0 = 0; r0 < gr->g; r0 += WR) {
-            int ri[WR];
-            for (int r = 0; r < WR; r++) ri[r] = r0 + r < gr->g ? r0 + r : gr->g - 1;
-            vf acc[WR * WC];
-#pragma GCC unroll 8
-            for (int r = 0; r < WR; r++) {
-                vf al = VSET1(alpha[ri[r]]);
-#pragma GCC unroll 8
-                for (int c = 0; c < WC; c++)
-                    acc[r * WC + c] = VMUL(al, VLOADM(gr->acc[ri[r]] + c0 + c * VW, m[c]));
-            }
-            const float *vrow = a->V + j0 * a->ldv + c0, *s = S;
-            for (int j = 0; j < jn; j++, vrow += a->ldv, s += gp) {
-                vf v[WC];
-#pragma GCC unroll 8
-                for (int c = 0; c < WC; c++) v[c] = VLOADM(vrow + c * VW, m[c]);
-#pragma GCC unroll 8
-                for (int r = 0; r < WR; r++) {
-                    vf p = VSET1(s[ri[r]]);
-#pragma GCC unroll 8
-                    for (int c = 0; c < WC; c++) acc[r * WC + c] = VFMA(p, v[c], acc[r * WC + c]);
-                }
-            }
-#pragma GCC unroll 8
-            for (int r = 0; r < WR; r++) /* constant indices: acc stays in registers */
-#pragma GCC unroll 8
-                for (int c = 0; c < WC; c++)
-                    if (r0 + r < gr->g)
-                        VSTOREM(gr->acc[r0 + r] + c0 + c * VW, m[c], acc[r * WC + c]);
-        }
+        if (half)
+            for (int r0 = 0; r0 < gr->g; r0 += WR / 2)
+                TILE_FN(wsum_tile)(a, gr, WR / 2, r0, c0, m, j0, jn, S, alpha);
+        else
+            for (int r0 = 0; r0 < gr->g; r0 += WR)
+                TILE_FN(wsum_tile)(a, gr, WR, r0, c0, m, j0, jn, S, alpha);
     }
 }
 
