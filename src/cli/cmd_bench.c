@@ -296,6 +296,7 @@ static int one_run(k3_seq *s, const k3_seq *ctx, const int32_t *prompt, long P, 
 
 typedef struct {
     double load_s, prefill_tps, decode_tps, bw, roofline;
+    double prefill_min, prefill_max, decode_min, decode_max; /* tok/s over the timed runs */
     uint64_t peak_rss, active_bytes, weight_bytes;
     uint64_t bw_bytes;                  /* working set of the bandwidth measurement */
     double storage_per_token, hit_rate; /* decode: bytes read from storage, expert hit rate */
@@ -350,7 +351,7 @@ static k3_seq *fill_context(k3_model *m, long D, int V) {
             c = NULL;
             break;
         }
-        fprintf(stderr, "k3 bench: context %ld/%ld tokens (%.0f s)\n", i + k, D, k3_now() - t0);
+        fprintf(stderr, "k3 bench: context %ld/%ld tokens (%.2f s)\n", i + k, D, k3_now() - t0);
     }
     free(tok);
     free(logits);
@@ -402,6 +403,13 @@ static int measure_model(const bench_args *a, model_result *r) {
             r->pf.need_bytes ? (double)r->pf.resident_bytes / (double)r->pf.need_bytes : 1;
         r->prefill_tps = (double)a->T / median(tp, (int)a->runs);
         r->decode_tps = (double)a->n / median(td, (int)a->runs);
+        r->prefill_min = r->decode_min = INFINITY, r->prefill_max = r->decode_max = 0;
+        for (long i = 0; i < a->runs; i++) {
+            r->prefill_min = fmin(r->prefill_min, (double)a->T / tp[i]);
+            r->prefill_max = fmax(r->prefill_max, (double)a->T / tp[i]);
+            r->decode_min = fmin(r->decode_min, (double)a->n / td[i]);
+            r->decode_max = fmax(r->decode_max, (double)a->n / td[i]);
+        }
         r->peak_rss = k3_peak_rss(); /* before the bandwidth buffer inflates it */
         r->active_bytes = k3_model_active_bytes(m);
         r->weight_bytes = k3_model_weight_bytes(m);
@@ -440,6 +448,8 @@ static int run_model(const bench_args *a) {
         printf("{\"model\":\"%s\",\"threads\":%d,\"kernels\":\"%s\",\"depth\":%ld,\"prompt\":%ld,"
                "\"decode\":%ld,"
                "\"runs\":%ld,\"load_s\":%.3f,\"prefill_tps\":%.2f,\"decode_tps\":%.2f,"
+               "\"prefill_tps_min\":%.2f,\"prefill_tps_max\":%.2f,"
+               "\"decode_tps_min\":%.2f,\"decode_tps_max\":%.2f,"
                "\"peak_rss_bytes\":%llu,\"weight_bytes\":%llu,\"active_bytes_per_token\":%llu,"
                "\"bandwidth_bytes_per_s\":%.0f,\"bandwidth_working_set_bytes\":%llu,"
                "\"bandwidth_over\":\"%s\",\"roofline\":%.4g,\"activations\":\"%s\","
@@ -449,12 +459,13 @@ static int run_model(const bench_args *a) {
                "\"decode_runqueue_wait_s_per_token\":%.6g,"
                "\"prefetch_pool_cpu_s\":%.6g,\"readahead\":\"%s\"}\n",
                a->model, th, k3_kernels_name(), a->depth, a->T, a->n, a->runs, r.load_s,
-               r.prefill_tps, r.decode_tps, (unsigned long long)r.peak_rss,
-               (unsigned long long)r.weight_bytes, (unsigned long long)r.active_bytes, r.bw,
-               (unsigned long long)r.bw_bytes, r.bw_on_weights ? "weight files" : "buffer",
-               r.roofline, activation_mode(0), r.storage_per_token, r.hit_rate, r.wall_per_token,
-               r.cpu_per_token, r.sys_per_token, r.majflt_per_token, r.runq_per_token,
-               r.pf.pool_cpu_ns / 1e9, k3_readahead_name(r.pf.readahead));
+               r.prefill_tps, r.decode_tps, r.prefill_min, r.prefill_max, r.decode_min,
+               r.decode_max, (unsigned long long)r.peak_rss, (unsigned long long)r.weight_bytes,
+               (unsigned long long)r.active_bytes, r.bw, (unsigned long long)r.bw_bytes,
+               r.bw_on_weights ? "weight files" : "buffer", r.roofline, activation_mode(0),
+               r.storage_per_token, r.hit_rate, r.wall_per_token, r.cpu_per_token, r.sys_per_token,
+               r.majflt_per_token, r.runq_per_token, r.pf.pool_cpu_ns / 1e9,
+               k3_readahead_name(r.pf.readahead));
         return 0;
     }
     printf("model            %s (%s kernels, %d threads)\n", a->model, k3_kernels_name(), th);

@@ -3,9 +3,10 @@
  * (mla_tile_impl.h).
  *
  * Plan: the cache splits into ns splits of slen tokens (a multiple of the
- * block), the rows into chunks of CHUNK_ROWS; each (split, chunk) task walks
- * its split block by block and folds each block into every row of its chunk
- * while the block is hot. The plan depends on n, the row count and dv only,
+ * block), the rows into chunks of CHUNK_ROWS and each chunk into groups of
+ * K3_TILE_GROUP rows whose queries are transposed once per call; each (split,
+ * chunk) task walks its split block by block and folds each block into every
+ * group of its chunk while the block is hot. The plan depends on n, the row count and dv only,
  * so the bits of the output do not depend on how many threads run it. */
 #include "kernels/mla_tile.h"
 
@@ -16,12 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHUNK_ROWS 128              /* rows a task folds each block into: 96 heads of a decode */
-#define SPLIT_MIN 512               /* tokens of the shortest split */
+#define CHUNK_ROWS 96 /* rows a task folds each block into: 96 heads of a decode, 2 groups */
+#define SPLIT_MIN 512 /* tokens of the shortest split */
+#define TASKS 32      /* splits are cut until there are this many tasks, no further */
 #define PART_CAP ((int64_t)1 << 25) /* floats of partial results at most (128 MiB) */
 
 typedef struct {
     int64_t nrows, nchunk, nsplit, slen, ld;
+    int64_t ngroup, qld; /* groups of K3_TILE_GROUP rows; floats of a group's transposed queries */
 } tile_plan;
 
 static int64_t cdiv(int64_t a, int64_t b) {
@@ -35,15 +38,19 @@ static tile_plan make_plan(const k3_mla_tile_args *a) {
     p.nchunk = cdiv(p.nrows, CHUNK_ROWS);
     int64_t ns = cdiv(a->n, SPLIT_MIN), cap = PART_CAP / (p.nrows * p.ld);
     ns = ns < cap ? ns : cap;
+    ns = ns < cdiv(TASKS, p.nchunk) ? ns : cdiv(TASKS, p.nchunk); /* partials cost memory traffic */
     ns = ns < 1 ? 1 : ns;
     p.slen = cdiv(cdiv(a->n, ns), K3_TILE_TOK) * K3_TILE_TOK;
     p.nsplit = cdiv(a->n, p.slen);
+    p.ngroup = cdiv(p.nrows, K3_TILE_GROUP);
+    p.qld = (int64_t)(a->dk + a->dp) * K3_TILE_GROUP;
     return p;
 }
 
+/* Scratch: the splits' partials, then every group's transposed queries. */
 size_t k3_mla_tile_scratch(const k3_mla_tile_args *a) {
     tile_plan p = make_plan(a);
-    return (size_t)(p.nsplit * p.nrows * p.ld);
+    return (size_t)(p.nsplit * p.nrows * p.ld + p.ngroup * p.qld);
 }
 
 /* Cached rows row i = (h, t) attends. */
@@ -64,36 +71,67 @@ static float *row_out(const k3_mla_tile_args *a, int64_t i) {
     return a->out + (i / a->nt) * a->o_h + (i % a->nt) * a->o_t;
 }
 
-typedef void (*block_fn)(const k3_mla_tile_args *, const k3_tile_rows *, int64_t, int64_t);
+static int group_rows(const tile_plan *p, int64_t gi) {
+    int64_t left = p->nrows - gi * K3_TILE_GROUP;
+    return (int)(left < K3_TILE_GROUP ? left : K3_TILE_GROUP);
+}
 
-/* Task k: split k / nchunk, row chunk k % nchunk. */
+/* Group gi's queries transposed, [dk + dp][gp] (lanes past its rows zero). */
+static void transpose_group(const k3_mla_tile_args *a, const tile_plan *p, float *qt, int64_t gi) {
+    int g = group_rows(p, gi), gp = (int)cdiv(g, 16) * 16, d = a->dk + a->dp;
+    float *o = qt + gi * p->qld;
+    memset(o, 0, sizeof(float) * (size_t)(d * gp));
+    for (int r = 0; r < g; r++) {
+        const float *q = row_q(a, gi * K3_TILE_GROUP + r), *qp = row_qp(a, gi * K3_TILE_GROUP + r);
+        for (int k = 0; k < a->dk; k++) o[(int64_t)k * gp + r] = q[k];
+        for (int k = 0; k < a->dp; k++) o[(int64_t)(a->dk + k) * gp + r] = qp[k];
+    }
+}
+
+typedef void (*block_fn)(const k3_mla_tile_args *, k3_tile_group *, int64_t, int64_t);
+
+enum { NG = CHUNK_ROWS / K3_TILE_GROUP };
+
+/* The groups of row chunk c for split s: queries, lengths, fresh partials. */
+static int chunk_groups(const k3_mla_tile_args *a, const tile_plan *p, float *part, int64_t s,
+                        int64_t c, k3_tile_group *gs, int64_t *gmax) {
+    const float *qt = part + p->nsplit * p->nrows * p->ld;
+    int ng = 0;
+    for (int64_t gi = c * NG; gi < (c + 1) * NG && gi < p->ngroup; gi++, ng++) {
+        k3_tile_group *gr = &gs[ng];
+        gr->g = group_rows(p, gi), gr->gp = (int)cdiv(gr->g, 16) * 16;
+        gr->qt = qt + gi * p->qld;
+        gmax[ng] = 0;
+        for (int r = 0; r < K3_TILE_GROUP; r++) gr->mx[r] = -INFINITY, gr->sum[r] = 0;
+        for (int r = 0; r < gr->g; r++) {
+            int64_t i = gi * K3_TILE_GROUP + r;
+            gr->len[r] = row_len(a, i);
+            gr->acc[r] = part + (s * p->nrows + i) * p->ld;
+            memset(gr->acc[r], 0, sizeof(float) * (size_t)a->dv);
+            gmax[ng] = gr->len[r] > gmax[ng] ? gr->len[r] : gmax[ng];
+        }
+    }
+    return ng;
+}
+
+/* Task k: split k / nchunk, row chunk k % nchunk. Each block of the split is
+ * folded into every group of the chunk while it is hot; each row's max and
+ * weight sum go beside its partial sum at the end. */
 static void run_task(const k3_mla_tile_args *a, const tile_plan *p, float *part, int64_t k,
                      block_fn fn) {
     int64_t s = k / p->nchunk, c = k % p->nchunk;
     int64_t j0s = s * p->slen, j1s = j0s + p->slen < a->n ? j0s + p->slen : a->n;
-    int64_t r0 = c * CHUNK_ROWS, r1 = r0 + CHUNK_ROWS < p->nrows ? r0 + CHUNK_ROWS : p->nrows;
-    enum { NG = CHUNK_ROWS / K3_TILE_ROWS };
-    k3_tile_rows g[NG];
+    k3_tile_group g[NG];
     int64_t gmax[NG]; /* the longest row of each group */
-    int ng = 0;
-    for (int64_t i0 = r0; i0 < r1; i0 += K3_TILE_ROWS, ng++) {
-        k3_tile_rows *rw = &g[ng];
-        rw->g = (int)(r1 - i0 < K3_TILE_ROWS ? r1 - i0 : K3_TILE_ROWS);
-        gmax[ng] = 0;
-        for (int r = 0; r < rw->g; r++) {
-            int64_t i = i0 + r;
-            rw->q[r] = row_q(a, i), rw->qp[r] = row_qp(a, i), rw->len[r] = row_len(a, i);
-            rw->acc[r] = part + (s * p->nrows + i) * p->ld;
-            memset(rw->acc[r], 0, sizeof(float) * (size_t)a->dv);
-            rw->acc[r][a->dv] = -INFINITY, rw->acc[r][a->dv + 1] = 0;
-            gmax[ng] = rw->len[r] > gmax[ng] ? rw->len[r] : gmax[ng];
-        }
-    }
+    int ng = chunk_groups(a, p, part, s, c, g, gmax);
     for (int64_t j0 = j0s; j0 < j1s; j0 += K3_TILE_TOK) {
         int64_t j1 = j0 + K3_TILE_TOK < j1s ? j0 + K3_TILE_TOK : j1s;
         for (int q = 0; q < ng; q++)
             if (gmax[q] > j0) fn(a, &g[q], j0, j1);
     }
+    for (int q = 0; q < ng; q++)
+        for (int r = 0; r < g[q].g; r++)
+            g[q].acc[r][a->dv] = g[q].mx[r], g[q].acc[r][a->dv + 1] = g[q].sum[r];
 }
 
 /* Row i's output from its splits' partials, in split order. */
@@ -161,13 +199,17 @@ void k3_mla_tile(const k3_mla_tile_args *a, float *scratch, int ref) {
     block_fn fn = mode == K3_KERNELS_AVX512 ? k3_mla_tile_block_avx512 : k3_mla_tile_block_avx2;
     tile_plan p = make_plan(a);
     int64_t ntask = p.nsplit * p.nchunk;
+    float *qt = scratch + p.nsplit * p.nrows * p.ld;
     if (!k3_par_worth(ntask > 1 && p.nrows * a->n >= 8192)) {
+        for (int64_t gi = 0; gi < p.ngroup; gi++) transpose_group(a, &p, qt, gi);
         for (int64_t k = 0; k < ntask; k++) run_task(a, &p, scratch, k, fn);
         for (int64_t i = 0; i < p.nrows; i++) merge_row(a, &p, scratch, i);
         return;
     }
 #pragma omp parallel
     {
+#pragma omp for schedule(static)
+        for (int64_t gi = 0; gi < p.ngroup; gi++) transpose_group(a, &p, qt, gi);
 #pragma omp for schedule(dynamic, 1)
         for (int64_t k = 0; k < ntask; k++) run_task(a, &p, scratch, k, fn);
 #pragma omp for schedule(static)

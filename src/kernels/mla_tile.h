@@ -12,7 +12,10 @@
  * (never by the thread count); a split is walked in blocks of K3_TILE_TOK
  * tokens, and each block is scored against every row of a chunk of rows
  * while it sits in cache, so a step reads the cache once per row chunk, not
- * once per row. Splits and row chunks are the tasks the threads share
+ * once per row. The rows' queries are transposed once per call, so that a
+ * group of rows fills the lanes of a vector and each cached value is
+ * broadcast against it (a small matrix product per block, no horizontal
+ * sums). Splits and row chunks are the tasks the threads share
  * (flash-decoding); each split leaves a partial (max, sum, weighted sum) per
  * row and the splits merge in split order. Every task runs the same
  * instructions whichever thread takes it, so the output is bitwise that of
@@ -52,22 +55,20 @@ int k3_mla_tile_bench(int nh, int r, int rope, int64_t n, int64_t nt, int reps,
 
 /* ---- internal: the per-ISA block step (mla_tile_avx512.c, mla_tile_avx2.c) ---- */
 
-#define K3_TILE_ROWS 16 /* rows scored together against a block */
-#define K3_TILE_TOK 32  /* tokens per block */
+#define K3_TILE_GROUP 48 /* rows scored together against a block (lanes, a multiple of 16) */
+#define K3_TILE_TOK 64   /* tokens per block */
 
 typedef struct {
-    int g; /* rows in use, <= K3_TILE_ROWS */
-    const float *q[K3_TILE_ROWS], *qp[K3_TILE_ROWS];
-    int64_t len[K3_TILE_ROWS]; /* row i attends cached rows [0, len[i]) */
-    float *acc[K3_TILE_ROWS];  /* [dv] weighted sum, then its max and sum */
-} k3_tile_rows;
+    int g, gp;                  /* rows in use (<= K3_TILE_GROUP), lanes (g rounded up to 16) */
+    const float *qt;            /* [dk + dp][gp]: the rows' q then qp, transposed, zero past g */
+    int64_t len[K3_TILE_GROUP]; /* row i attends cached rows [0, len[i]) */
+    float *acc[K3_TILE_GROUP];  /* [dv] row i's weighted sum */
+    float mx[K3_TILE_GROUP], sum[K3_TILE_GROUP]; /* per lane: running max, sum of weights */
+} k3_tile_group;
 
 /* Fold cached rows [j0, j1) (j1 - j0 <= K3_TILE_TOK) into the running state of
- * rows r: acc[i][0..dv) the weighted sum, acc[i][dv] the max, acc[i][dv+1] the
- * sum of weights. */
-void k3_mla_tile_block_avx512(const k3_mla_tile_args *a, const k3_tile_rows *r, int64_t j0,
-                              int64_t j1);
-void k3_mla_tile_block_avx2(const k3_mla_tile_args *a, const k3_tile_rows *r, int64_t j0,
-                            int64_t j1);
+ * the group's rows. */
+void k3_mla_tile_block_avx512(const k3_mla_tile_args *a, k3_tile_group *g, int64_t j0, int64_t j1);
+void k3_mla_tile_block_avx2(const k3_mla_tile_args *a, k3_tile_group *g, int64_t j0, int64_t j1);
 
 #endif

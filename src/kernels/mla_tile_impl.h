@@ -6,162 +6,185 @@
  *   TILE_INLINE    static inline always_inline with that target
  *   vf, vmask, VW  vector type, lane mask type, lanes
  *   VZERO, VLOAD(p), VLOADM(p, k), VSTORE(p, v), VSTOREM(p, k, v), VFMA(a, b, c),
- *   VMUL(a, b), VSET1(x),
+ *   VMUL(a, b), VADD(a, b), VSUB(a, b), VMAX(a, b), VSET1(x),
  *   VMASK(n)       (the first min(n, VW) lanes, n >= 0)
- *   TR, TT         rows x tokens of the score tile, VR, VC rows x vectors of
- *                  the value tile (sized to the register file)
- *   TILE_HSUM(a, o)  o[i] = horizontal sum of a[i] for the TR*TT accumulators
+ *   SV, ST         row vectors x tokens of the score tile, WR, WC rows x
+ *                  vectors of the value tile (sized to the register file)
  *
- * Every row's numbers come from the same instructions wherever it sits in a
- * tile (padding rows and tokens repeat a real one and are discarded), so a
- * row's result depends on its data and the block bounds only. */
+ * A group's rows sit in the lanes of its transposed queries, so the scores
+ * are an outer product per dimension: one broadcast cached value times SV
+ * vectors of rows, no horizontal sums, and the online softmax runs on whole
+ * vectors of rows. The weighted sum broadcasts each row's weight against
+ * vectors of the cached row. Every lane's (row's) numbers come from the same
+ * instructions wherever it sits (padding rows and tokens repeat or zero a real
+ * one and are discarded), so a row's result depends on its data and the block
+ * bounds only. */
 #include "kernels/mla_tile.h"
 #include "kernels/vmath.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
-/* o[r][t] = x[r] . y[t] over d floats for TR rows and TT tokens. */
-TILE_INLINE void TILE_FN(dots)(const float *const *x, const float *const *y, int d,
-                               float o[TR * TT]) {
-    vf acc[TR * TT];
-#pragma GCC unroll 16
-    for (int i = 0; i < TR * TT; i++) acc[i] = VZERO;
-    int k = 0;
-    for (; k + VW <= d; k += VW) {
-        vf yv[TT];
+/* Scores of nv row vectors from v0 against the ST tokens at yk (keys) and yp
+ * (shared keys): S[t * gp + lane] = scale * (q . K[t] + qp . P[t]), the sum
+ * one fused chain per lane over the dimensions in order. */
+TILE_INLINE void TILE_FN(score_tile)(const k3_mla_tile_args *a, const k3_tile_group *gr, int nv,
+                                     int v0, const float *const *yk, const float *const *yp,
+                                     float *S) {
+    vf acc[SV * ST];
+#pragma GCC unroll 32
+    for (int i = 0; i < SV * ST; i++) acc[i] = VZERO;
+    const int64_t ld = gr->gp;
+    const float *qt = gr->qt + v0 * VW;
+    for (int k = 0; k < a->dk; k++, qt += ld) {
+        vf x[SV];
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++) x[v] = VLOAD(qt + v * VW);
 #pragma GCC unroll 8
-        for (int t = 0; t < TT; t++) yv[t] = VLOAD(y[t] + k);
-#pragma GCC unroll 8
-        for (int r = 0; r < TR; r++) {
-            vf xv = VLOAD(x[r] + k);
-#pragma GCC unroll 8
-            for (int t = 0; t < TT; t++) acc[r * TT + t] = VFMA(xv, yv[t], acc[r * TT + t]);
+        for (int t = 0; t < ST; t++) {
+            vf y = VSET1(yk[t][k]);
+#pragma GCC unroll 4
+            for (int v = 0; v < nv; v++) acc[v * ST + t] = VFMA(x[v], y, acc[v * ST + t]);
         }
     }
-    if (k < d) {
-        vmask m = VMASK(d - k);
-        vf yv[TT];
+    for (int k = 0; k < a->dp; k++, qt += ld) {
+        vf x[SV];
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++) x[v] = VLOAD(qt + v * VW);
 #pragma GCC unroll 8
-        for (int t = 0; t < TT; t++) yv[t] = VLOADM(y[t] + k, m);
-#pragma GCC unroll 8
-        for (int r = 0; r < TR; r++) {
-            vf xv = VLOADM(x[r] + k, m);
-#pragma GCC unroll 8
-            for (int t = 0; t < TT; t++) acc[r * TT + t] = VFMA(xv, yv[t], acc[r * TT + t]);
+        for (int t = 0; t < ST; t++) {
+            vf y = VSET1(yp[t][k]);
+#pragma GCC unroll 4
+            for (int v = 0; v < nv; v++) acc[v * ST + t] = VFMA(x[v], y, acc[v * ST + t]);
         }
     }
-    TILE_HSUM(acc, o);
+    vf sc = VSET1(a->scale);
+#pragma GCC unroll 8
+    for (int t = 0; t < ST; t++)
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++) VSTORE(S + t * ld + (v0 + v) * VW, VMUL(sc, acc[v * ST + t]));
 }
 
-/* S[i][j] = scale * (q_i . K[j0+j] + qp_i . P[j0+j]) for the block's rows and tokens. */
-TILE_ATTR static void TILE_FN(scores)(const k3_mla_tile_args *a, const k3_tile_rows *rw, int64_t j0,
-                                      int jn, float S[][K3_TILE_TOK]) {
-    for (int r0 = 0; r0 < rw->g; r0 += TR) {
-        const float *xq[TR], *xp[TR];
-        for (int r = 0; r < TR; r++) {
-            int i = r0 + r < rw->g ? r0 + r : rw->g - 1;
-            xq[r] = rw->q[i], xp[r] = rw->qp[i];
+/* The scores of every lane of the group against cached rows [j0, j0 + jn),
+ * ST tokens a tile (the last tile repeats the last token; its extra rows of S
+ * are never read). */
+TILE_ATTR static void TILE_FN(scores)(const k3_mla_tile_args *a, const k3_tile_group *gr,
+                                      int64_t j0, int jn, float *S) {
+    const int nvec = gr->gp / VW;
+    for (int t0 = 0; t0 < jn; t0 += ST) {
+        const float *yk[ST], *yp[ST];
+        for (int t = 0; t < ST; t++) {
+            int64_t j = j0 + (t0 + t < jn ? t0 + t : jn - 1);
+            yk[t] = a->K + j * a->ldk, yp[t] = a->P + j * a->ldp;
         }
-        for (int t0 = 0; t0 < jn; t0 += TT) {
-            const float *yk[TT], *yp[TT];
-            for (int t = 0; t < TT; t++) {
-                int64_t j = j0 + (t0 + t < jn ? t0 + t : jn - 1);
-                yk[t] = a->K + j * a->ldk, yp[t] = a->P + j * a->ldp;
-            }
-            float dk[TR * TT], dp[TR * TT];
-            TILE_FN(dots)(xq, yk, a->dk, dk);
-            if (a->dp) TILE_FN(dots)(xp, yp, a->dp, dp);
-            for (int r = 0; r < TR && r0 + r < rw->g; r++)
-                for (int t = 0; t < TT && t0 + t < jn; t++)
-                    S[r0 + r][t0 + t] =
-                        a->scale * (dk[r * TT + t] + (a->dp ? dp[r * TT + t] : 0.0f));
-        }
-    }
-}
-
-/* Online softmax of row i's scores (its first jv valid): weights into S[i]
- * (zero past jv), the running max and sum updated, acc rescaled when the max
- * moved. */
-TILE_ATTR static void TILE_FN(softmax_row)(float *s, int jv, int jn, float *acc, int dv) {
-    float *mx = acc + dv, *sum = acc + dv + 1;
-    float mb = s[0];
-    for (int j = 1; j < jv; j++) mb = s[j] > mb ? s[j] : mb;
-    float mnew = mb > *mx ? mb : *mx;
-    for (int j = 0; j < jv; j++) s[j] -= mnew;
-    k3_vexp(s, s, jv);
-    for (int j = jv; j < jn; j++) s[j] = 0;
-    float add = 0;
-    for (int j = 0; j < jv; j++) add += s[j];
-    if (mnew != *mx) {
-        float alpha = *mx == -INFINITY ? 0.0f : expf(*mx - mnew);
-        vf av = VSET1(alpha);
-        int k = 0;
-        for (; k + VW <= dv; k += VW) VSTORE(acc + k, VMUL(av, VLOAD(acc + k)));
-        if (k < dv) {
-            vmask m = VMASK(dv - k);
-            VSTOREM(acc + k, m, VMUL(av, VLOADM(acc + k, m)));
-        }
-        *sum *= alpha;
-        *mx = mnew;
-    }
-    *sum += add;
-}
-
-/* acc_i += sum_j S[i][j] V[j0 + j] for the block's rows, VR rows x VC vectors a tile. */
-TILE_ATTR static void TILE_FN(wsum)(const k3_mla_tile_args *a, const k3_tile_rows *rw, int64_t j0,
-                                    int jn, float S[][K3_TILE_TOK]) {
-    const int dv = a->dv;
-    for (int r0 = 0; r0 < rw->g; r0 += VR) {
-        int ri[VR];
-        for (int r = 0; r < VR; r++) ri[r] = r0 + r < rw->g ? r0 + r : rw->g - 1;
-        for (int c0 = 0; c0 < dv; c0 += VC * VW) {
-            vmask m[VC];
-            vf acc[VR * VC];
-#pragma GCC unroll 8
-            for (int c = 0; c < VC; c++) {
-                int left = dv - c0 - c * VW;
-                m[c] = VMASK(left > 0 ? left : 0);
-            }
-#pragma GCC unroll 8
-            for (int r = 0; r < VR; r++)
-#pragma GCC unroll 8
-                for (int c = 0; c < VC; c++)
-                    acc[r * VC + c] = VLOADM(rw->acc[ri[r]] + c0 + c * VW, m[c]);
-            const float *vrow = a->V + j0 * a->ldv + c0;
-            for (int j = 0; j < jn; j++, vrow += a->ldv) {
-                vf v[VC];
-#pragma GCC unroll 8
-                for (int c = 0; c < VC; c++) v[c] = VLOADM(vrow + c * VW, m[c]);
-#pragma GCC unroll 8
-                for (int r = 0; r < VR; r++) {
-                    vf p = VSET1(S[ri[r]][j]);
-#pragma GCC unroll 8
-                    for (int c = 0; c < VC; c++) acc[r * VC + c] = VFMA(p, v[c], acc[r * VC + c]);
-                }
-            }
-#pragma GCC unroll 8
-            for (int r = 0; r < VR; r++) /* constant indices: acc stays in registers */
-#pragma GCC unroll 8
-                for (int c = 0; c < VC; c++)
-                    if (r0 + r < rw->g)
-                        VSTOREM(rw->acc[r0 + r] + c0 + c * VW, m[c], acc[r * VC + c]);
+        float *St = S + (int64_t)t0 * gr->gp;
+        for (int v0 = 0; v0 < nvec; v0 += SV) {
+            int nv = nvec - v0 < SV ? nvec - v0 : SV;
+            if (nv == SV) /* constant row-vector counts: the tile stays in registers */
+                TILE_FN(score_tile)(a, gr, SV, v0, yk, yp, St);
+            else if (nv == 2)
+                TILE_FN(score_tile)(a, gr, 2, v0, yk, yp, St);
+            else
+                TILE_FN(score_tile)(a, gr, 1, v0, yk, yp, St);
         }
     }
 }
 
-TILE_ATTR void TILE_FN(k3_mla_tile_block)(const k3_mla_tile_args *a, const k3_tile_rows *rw,
-                                          int64_t j0, int64_t j1) {
-    float S[K3_TILE_ROWS][K3_TILE_TOK];
-    int jn = (int)(j1 - j0);
-    TILE_FN(scores)(a, rw, j0, jn, S);
-    for (int i = 0; i < rw->g; i++) {
-        int64_t jv = rw->len[i] - j0;
-        jv = jv < 0 ? 0 : jv > jn ? jn : jv;
-        if (jv == 0)
-            memset(S[i], 0, sizeof S[i]);
+/* Online softmax of the block, a vector of rows at a time: scores past a
+ * row's length become -inf, the running max moves to mnew, the scores become
+ * weights exp(s - mnew) in place, alpha = exp(old max - mnew) is the factor the
+ * row's running sums take, and the weight sums are updated. A row with no
+ * valid score yet keeps max -inf; -FLT_MAX stands in for it in the
+ * exponents, so its weights and alpha are 0, never NaN. */
+TILE_ATTR static void TILE_FN(softmax)(k3_tile_group *gr, int64_t j0, int jn, float *S,
+                                       float *alpha) {
+    const int gp = gr->gp;
+    for (int i = 0; i < gr->g; i++) {
+        int64_t jv = gr->len[i] - j0;
+        for (int64_t t = jv < 0 ? 0 : jv; t < jn; t++) S[t * gp + i] = -INFINITY;
+    }
+    for (int v = 0; v < gp; v += VW) {
+        vf mold = VLOAD(gr->mx + v), m = mold;
+        for (int t = 0; t < jn; t++) m = VMAX(m, VLOAD(S + t * gp + v));
+        VSTORE(gr->mx + v, m);
+        vf mu = VMAX(m, VSET1(-FLT_MAX));
+        VSTORE(alpha + v, VSUB(mold, mu));
+        for (int t = 0; t < jn; t++) VSTORE(S + t * gp + v, VSUB(VLOAD(S + t * gp + v), mu));
+    }
+    k3_vexp(S, S, (int64_t)jn * gp);
+    k3_vexp(alpha, alpha, gp);
+    for (int v = 0; v < gp; v += VW) {
+        vf s = VMUL(VLOAD(gr->sum + v), VLOAD(alpha + v));
+        for (int t = 0; t < jn; t++) s = VADD(s, VLOAD(S + t * gp + v));
+        VSTORE(gr->sum + v, s);
+    }
+}
+
+/* Rows [r0, r0 + wr) (past g: repeats of the last row, discarded), columns
+ * [c0, c0 + WC*VW) under masks m: acc = alpha acc + sum_j S[j][row] V[j0 + j]. */
+TILE_INLINE void TILE_FN(wsum_tile)(const k3_mla_tile_args *a, const k3_tile_group *gr, int wr,
+                                    int r0, int c0, const vmask *m, int64_t j0, int jn,
+                                    const float *S, const float *alpha) {
+    int ri[WR];
+    for (int r = 0; r < wr; r++) ri[r] = r0 + r < gr->g ? r0 + r : gr->g - 1;
+    vf acc[WR * WC];
+#pragma GCC unroll 8
+    for (int r = 0; r < wr; r++) {
+        vf al = VSET1(alpha[ri[r]]);
+#pragma GCC unroll 8
+        for (int c = 0; c < WC; c++)
+            acc[r * WC + c] = VMUL(al, VLOADM(gr->acc[ri[r]] + c0 + c * VW, m[c]));
+    }
+    const float *vrow = a->V + j0 * a->ldv + c0, *s = S;
+    for (int j = 0; j < jn; j++, vrow += a->ldv, s += gr->gp) {
+        vf v[WC];
+#pragma GCC unroll 8
+        for (int c = 0; c < WC; c++) v[c] = VLOADM(vrow + c * VW, m[c]);
+#pragma GCC unroll 8
+        for (int r = 0; r < wr; r++) {
+            vf p = VSET1(s[ri[r]]);
+#pragma GCC unroll 8
+            for (int c = 0; c < WC; c++) acc[r * WC + c] = VFMA(p, v[c], acc[r * WC + c]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < wr; r++) /* constant indices: acc stays in registers */
+#pragma GCC unroll 8
+        for (int c = 0; c < WC; c++)
+            if (r0 + r < gr->g) VSTOREM(gr->acc[r0 + r] + c0 + c * VW, m[c], acc[r * WC + c]);
+}
+
+/* acc_i = alpha_i acc_i + sum_j S[j][i] V[j0 + j] for the group's rows: the
+ * value tile is WR rows x WC vectors (half as many rows where the group's row
+ * count is a multiple of that and not of WR, so no tile computes padding),
+ * columns outer so a slice of the block's values stays in L1 while every row
+ * takes it. */
+TILE_ATTR static void TILE_FN(wsum)(const k3_mla_tile_args *a, const k3_tile_group *gr, int64_t j0,
+                                    int jn, const float *S, const float *alpha) {
+    const int dv = a->dv, half = gr->g % WR != 0 && gr->g % (WR / 2) == 0;
+    for (int c0 = 0; c0 < dv; c0 += WC * VW) {
+        vmask m[WC];
+#pragma GCC unroll 8
+        for (int c = 0; c < WC; c++) {
+            int left = dv - c0 - c * VW;
+            m[c] = VMASK(left > 0 ? left : 0);
+        }
+        if (half)
+            for (int r0 = 0; r0 < gr->g; r0 += WR / 2)
+                TILE_FN(wsum_tile)(a, gr, WR / 2, r0, c0, m, j0, jn, S, alpha);
         else
-            TILE_FN(softmax_row)(S[i], (int)jv, jn, rw->acc[i], a->dv);
+            for (int r0 = 0; r0 < gr->g; r0 += WR)
+                TILE_FN(wsum_tile)(a, gr, WR, r0, c0, m, j0, jn, S, alpha);
     }
-    TILE_FN(wsum)(a, rw, j0, jn, S);
+}
+
+TILE_ATTR void TILE_FN(k3_mla_tile_block)(const k3_mla_tile_args *a, k3_tile_group *gr, int64_t j0,
+                                          int64_t j1) {
+    float S[K3_TILE_TOK * K3_TILE_GROUP] __attribute__((aligned(64)));
+    float alpha[K3_TILE_GROUP] __attribute__((aligned(64)));
+    int jn = (int)(j1 - j0);
+    TILE_FN(scores)(a, gr, j0, jn, S);
+    TILE_FN(softmax)(gr, j0, jn, S, alpha);
+    TILE_FN(wsum)(a, gr, j0, jn, S, alpha);
 }

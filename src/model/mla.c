@@ -198,16 +198,25 @@ static k3_mla_tile_args tile_args(const k3_config *cf, const k3_layer_cache *c, 
 
 /* ---- the two paths ------------------------------------------------------------ */
 
-/* Path A: per head, keys and values of all N cached tokens, then its T queries. */
+/* Cached tokens expanded per product: a slice's latents (4 MiB at rank 512) stay
+ * in cache while every row of the head's W_UK or W_UV passes over them; one
+ * product over a 16k-token cache ran at two thirds the speed. */
+#define EXPAND_SLICE 2048
+
+/* Path A: per head, keys and values of all N cached tokens (expanded a slice
+ * of tokens at a time), then its T queries. */
 static void attention_expanded(const k3_model *m, const k3_mla_w *w, const k3_layer_cache *c,
                                const float *q, int64_t T, float *o, k3_workspace *ws) {
     const k3_config *cf = m->c;
     int nh = cf->num_attention_heads, nope = cf->qk_nope_head_dim, vd = cf->v_head_dim;
-    int64_t N = c->n, qs = (int64_t)nh * (nope + cf->qk_rope_head_dim);
+    int64_t N = c->n, qs = (int64_t)nh * (nope + cf->qk_rope_head_dim), r = cf->kv_lora_rank;
     float *kv = ws_floats(ws, K3_MLA_KV, N * (nope + vd)); /* keys [N, nope], values [N, vd] */
     for (int h = 0; h < nh; h++) {
-        uk_apply(w, h, c->lat, N, kv, 0);
-        k3_matmul(&w->uv[h], c->lat, N, kv + N * nope);
+        for (int64_t t0 = 0; t0 < N; t0 += EXPAND_SLICE) {
+            int64_t n = N - t0 < EXPAND_SLICE ? N - t0 : EXPAND_SLICE;
+            uk_apply(w, h, c->lat + t0 * r, n, kv + t0 * nope, 0);
+            k3_matmul(&w->uv[h], c->lat + t0 * r, n, kv + N * nope + t0 * vd);
+        }
         k3_mla_tile_args a = tile_args(cf, c, q + h * (qs / nh), T);
         a.K = kv, a.ldk = nope, a.dk = nope;
         a.V = kv + N * nope, a.ldv = vd, a.dv = vd;
