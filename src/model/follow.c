@@ -62,7 +62,7 @@ const k3_load_opts *k3_par_hook_load(const char *dir, const k3_load_opts *opts, 
     if (!g_comm) return opts;
     *tmp = opts ? *opts : (k3_load_opts){0};
     if (driving()) {
-        send_cmd(OP_LOAD, (int64_t)strlen(dir) + 1, tmp->threads, 0, 0);
+        send_cmd(OP_LOAD, (int64_t)strlen(dir) + 1, tmp->threads, tmp->cache_type, 0);
         bcast((void *)dir, strlen(dir) + 1);
         g_loading = 1;
     }
@@ -199,7 +199,7 @@ static int execute(follower *f, const command *k) {
         bcast(dir, (size_t)k->a);
         dir[k->a - 1] = 0;
         drop_model(f);
-        k3_load_opts o = {.threads = (int)k->b};
+        k3_load_opts o = {.threads = (int)k->b, .cache_type = (int)k->c};
         f->m = k3_model_load(dir, &o);
         free(dir);
         return f->m ? 0 : -1;

@@ -76,6 +76,8 @@ static void count_bytes(k3_model *m) {
 static int check_opts(const k3_load_opts *o) {
     if (!o) return 0;
     if (o->threads < 0) return k3_seterr("threads must be >= 0");
+    if (o->cache_type != K3_CACHE_F32 && o->cache_type != K3_CACHE_BF16)
+        return k3_seterr("cache_type %d is neither K3_CACHE_F32 nor K3_CACHE_BF16", o->cache_type);
     return 0; /* tp_* / pp_* are checked against the config by k3_par_init */
 }
 
@@ -91,6 +93,7 @@ static k3_model *load_model(const char *dir, const k3_load_opts *opts) {
         return NULL;
     }
     m->c = &m->ck.cfg;
+    m->cache_bf16 = opts && opts->cache_type == K3_CACHE_BF16;
     m->L = k3_xcalloc((size_t)m->c->num_hidden_layers, sizeof(k3_layer));
     int rc = k3_par_init(m, opts) || load_globals(m); /* this process's slice (parallel.h) */
     k3_progress bar;
@@ -210,12 +213,12 @@ void k3_seq_free(k3_seq *s) {
     free(s);
 }
 
-/* A buffer of cap floats holding a copy of the first n of p (NULL if p is). */
-static void *dup_floats(const float *p, int64_t cap, int64_t n) {
+/* A buffer of cap elements of es bytes holding a copy of the first n of p (NULL if p is). */
+static void *dup_elems(const void *p, int64_t cap, int64_t n, size_t es) {
     if (!p) return NULL;
-    float *q = k3_big_calloc(sizeof(float) * (size_t)(cap ? cap : 1));
+    void *q = k3_big_calloc(es * (size_t)(cap ? cap : 1));
     if (!q) k3_die("k3_seq_clone: %s", k3_errmsg());
-    memcpy(q, p, sizeof(float) * (size_t)n);
+    memcpy(q, p, es * (size_t)n);
     return q;
 }
 
@@ -228,10 +231,12 @@ k3_seq *k3_seq_clone_begin(const k3_seq *s) {
 /* Pieces of a state block copied per OpenMP work item. */
 #define CLONE_PIECE ((size_t)1 << 20)
 
-static void clone_layer_cache(const k3_config *c, k3_layer_cache *b, const k3_layer_cache *a) {
-    b->lat = dup_floats(a->lat, a->cap * c->kv_lora_rank, a->n * c->kv_lora_rank);
-    b->kpe = dup_floats(a->kpe, a->cap * (c->qk_rope_head_dim ? c->qk_rope_head_dim : 1),
-                        a->n * c->qk_rope_head_dim);
+static void clone_layer_cache(const k3_model *m, k3_layer_cache *b, const k3_layer_cache *a) {
+    const k3_config *c = m->c;
+    size_t es = k3_cache_elem_bytes(m);
+    b->lat = dup_elems(a->lat, a->cap * c->kv_lora_rank, a->n * c->kv_lora_rank, es);
+    b->kpe = dup_elems(a->kpe, a->cap * (c->qk_rope_head_dim ? c->qk_rope_head_dim : 1),
+                       a->n * c->qk_rope_head_dim, es);
     b->n = a->n;
     b->cap = a->cap;
 }
@@ -250,7 +255,7 @@ void k3_seq_clone_copy(k3_seq *d, const k3_seq *s) {
             memcpy((char *)d->state + at, (const char *)s->state + at,
                    n < CLONE_PIECE ? n : CLONE_PIECE);
         } else {
-            clone_layer_cache(c, &d->lc[i - pieces], &s->lc[i - pieces]);
+            clone_layer_cache(s->m, &d->lc[i - pieces], &s->lc[i - pieces]);
         }
     }
 }

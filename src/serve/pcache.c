@@ -371,16 +371,17 @@ static size_t seq_bytes(const k3_seq *s, int64_t at) {
     const k3_config *c = s->m->c;
     int64_t P = (int64_t)c->kda_heads * c->kda_head_dim, hd = c->kda_head_dim;
     int64_t rope = c->qk_rope_head_dim ? c->qk_rope_head_dim : 1;
-    size_t floats = 0;
+    size_t floats = 0, elems = 0; /* state floats, MLA cache elements (f32 or bf16) */
     for (int i = 0; i < c->num_hidden_layers; i++) {
         const k3_layer_cache *l = &s->lc[i];
         if (l->conv) floats += (size_t)((c->kda_conv_kernel - 1) * 3 * P + 1);
         if (l->S) floats += (size_t)(c->kda_heads * hd * hd);
         const int64_t cap = at >= 0 ? at : l->cap;
-        if (l->lat) floats += (size_t)(cap * c->kv_lora_rank);
-        if (l->kpe) floats += (size_t)(cap * rope);
+        if (l->lat) elems += (size_t)(cap * c->kv_lora_rank);
+        if (l->kpe) elems += (size_t)(cap * rope);
     }
-    return sizeof *s + (size_t)c->num_hidden_layers * sizeof *s->lc + floats * sizeof(float);
+    return sizeof *s + (size_t)c->num_hidden_layers * sizeof *s->lc + floats * sizeof(float) +
+           elems * k3_cache_elem_bytes(s->m);
 }
 
 size_t serve_pcache_seq_bytes(const k3_seq *s) {
