@@ -1,13 +1,14 @@
 /* mla.c — gated NoPE Multi-head Latent Attention (spec §2.5).
  *
  * The cache holds the normalized latent c (r) and the raw shared k_pe (rope)
- * per token, in f32 or (--cache-type bf16) rounded to bf16: the absorbed path
- * reads bf16 straight into the tiled kernel, the expanded path widens the
- * cache once per call before its products. Path A (expanded: per-head keys and values from the
- * latents) is used for long chunks, path B (absorbed: W_UK^T folded into the query, W_UV applied
- * after attending over latents) for decode and short chunks, whichever needs fewer multiply-adds.
- * They are the same function; the test suite checks that they agree (and forces each path in every
- * mode). No RoPE anywhere.
+ * per token, in f32 or (--cache-type bf16) rounded to bf16. Path A
+ * (expanded: per-head keys and values from the latents) is used for long
+ * chunks, path B (absorbed: W_UK^T folded into the query, W_UV applied after
+ * attending over latents) for decode and short chunks, whichever needs fewer
+ * multiply-adds. They are the same function; the test suite checks that they
+ * agree (and forces each path in every mode). No RoPE anywhere. Path B hands
+ * a bf16 cache straight to the tiled kernel; path A widens it once per call
+ * before its products.
  *
  * Both paths end in the tiled attention (kernels/mla_tile.h): every head and
  * query row of a sequence's step scored against each block of its cache in
