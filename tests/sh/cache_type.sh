@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # cache_type.sh — `--cache-type f32|bf16` on every command that runs a model:
 # a bad value is a one-line error naming the option and its values (exit 2 or
-# 1, never a run); bf16 runs in generate, chat, serve and bench (bench reports
-# it); and `k3 generate` / `k3 chat --ctx-size N` plan one sequence's memory
-# at start: on a synthesized model whose latents at 1M tokens need far more
+# 1, never a run); bf16 runs in generate, chat and bench (bench reports it),
+# and in serve, where a chat resumes from a bf16 prompt-cache snapshot; and
+# `k3 generate` / `k3 chat --ctx-size N` plan one sequence's memory at start:
+# on a synthesized model whose latents at 1M tokens need far more
 # than any RAM (30 MLA layers of rank 8192), the error names RAM and
 # --ctx-size, and suggests --cache-type bf16 only while the cache is f32.
 set -u
@@ -61,3 +62,26 @@ check cache_type_generate_ctx_too_big too_big 1 generate -p hi
 check cache_type_generate_ctx_too_big_bf16 too_big 0 generate -p hi --cache-type bf16
 check cache_type_chat_ctx_too_big too_big 1 chat
 check cache_type_generate_ctx_fits "$K3" generate --model "$T/m" --byte-tokenizer -p hi -n 2 --ctx-size 4096
+
+# serve with a bf16 cache (the built-in model): two chats sharing a system
+# prompt; the second resumes from the first's prompt-cache snapshot
+serve_bf16() {
+    local log="$T/serve.log" port="" i out
+    "$K3" serve --port 0 --cache-type bf16 >"$log" 2>&1 &
+    local pid=$!
+    for i in $(seq 1 150); do
+        port=$(grep -o 'listening on http://127.0.0.1:[0-9]*' "$log" | grep -o '[0-9]*$')
+        [ -n "$port" ] && break
+        sleep 0.2
+    done
+    local chat='{"max_tokens":4,"temperature":0,"chat_template_kwargs":{"thinking":false},"messages":[{"role":"system","content":"You answer in few words, always."},{"role":"user","content":"%s"}]}'
+    for q in Hi Bye; do
+        # shellcheck disable=SC2059
+        out=$(curl -s -m 30 "http://127.0.0.1:$port/v1/chat/completions" -H 'Content-Type: application/json' -d "$(printf "$chat" "$q")")
+        echo "$out"
+    done
+    kill -TERM $pid 2>/dev/null
+    wait $pid 2>/dev/null
+    [ -n "$port" ] && grep -q '"content"' <<<"$out" && grep -q '"cached_tokens":[1-9]' <<<"$out"
+}
+check cache_type_bf16_serve_prompt_cache serve_bf16
