@@ -34,7 +34,15 @@ typedef struct k3_load_opts {
     int tp_size;
     int pp_rank; /* pipeline-parallel stage (0 of 1 = all layers) */
     int pp_size;
+    int cache_type; /* the MLA latent cache's element: K3_CACHE_F32 (0, exact) or K3_CACHE_BF16 */
 } k3_load_opts;
+
+/* The MLA latent cache's element type (--cache-type): f32 is exact; bf16
+ * halves the bytes per cached token (the reference implementation's dtype)
+ * at a small, measured cost in accuracy (docs/performance.md). */
+enum { K3_CACHE_F32 = 0, K3_CACHE_BF16 = 1 };
+/* "f32" or "bf16" into *type; -1 + k3_errmsg naming the accepted values otherwise. */
+int k3_cache_type_parse(const char *s, int *type);
 
 /* Load a model directory. opts may be NULL (defaults). NULL + k3_errmsg() on error. */
 k3_model *k3_model_load(const char *dir, const k3_load_opts *opts);

@@ -5,10 +5,14 @@
  *     512 (absorbed: K = V = latents) and odd widths (expanded: K != V, with
  *     and without the shared RoPE keys), decode and causal chunks of queries;
  *   - several sequences of different lengths in one step, sharing a scratch;
- *   - 1, 2 and 3 threads bitwise equal, in the AVX-512 and the AVX2 tiles.
+ *   - 1, 2 and 3 threads bitwise equal, in the AVX-512 and the AVX2 tiles;
+ *   - a bf16 cache (K16, V16, P16) against the double reference reading the
+ *     same bf16 values, on the same sizes, and bitwise equal to the f32
+ *     kernel over the widened values (it is that kernel on widened blocks).
  * Errors are relative to max|V| (the output is a convex combination of V). */
 #include "kernels/runtime.h"
 #include "kernels/mla_tile.h"
+#include "quant/dtype.h"
 #include "t.h"
 
 #include <omp.h>
@@ -160,14 +164,89 @@ TEST(tile_sequences_of_different_lengths) {
     free(scratch);
 }
 
+/* ---- a bf16 cache ----------------------------------------------------------- */
+
+/* The bf16 copy of x[0..n), x rounded to what the copy holds. */
+static uint16_t *to_bf16(float *x, int64_t n) {
+    uint16_t *h = malloc(sizeof(uint16_t) * (size_t)(n > 0 ? n : 1));
+    for (int64_t i = 0; i < n; i++) h[i] = k3_f32_to_bf16(x[i]), x[i] = k3_bf16_to_f32(h[i]);
+    return h;
+}
+
+/* As check_case over a bf16 cache: the bf16 kernel against its double
+ * reference, 1/2/3 threads bitwise equal, and bitwise the f32 kernel run on
+ * the widened values. */
+static void check_case_bf16(int nh, int nt, int64_t n, int dk, int dv, int dp, int shared) {
+    tcase c = make_case(nh, nt, n, dk, dv, dp, shared);
+    uint16_t *K16 = to_bf16(c.K, n * c.a.ldk), *P16 = to_bf16(c.P, n * c.a.ldp);
+    uint16_t *V16 = shared ? K16 : to_bf16(c.V, n * c.a.ldv);
+    size_t nout = (size_t)(nh * nt * c.a.dv);
+    omp_set_num_threads(1);
+    float *f32 = run(&c, 0);
+    c.a.K16 = K16, c.a.V16 = V16, c.a.P16 = P16;
+    float *ref = run(&c, 1), *one = run(&c, 0);
+    omp_set_num_threads(2);
+    float *two = run(&c, 0);
+    omp_set_num_threads(3);
+    float *three = run(&c, 0);
+    double e = max_err(one, ref, nout);
+    g_worst = fmax(g_worst, e);
+    CHECK(e <= 1e-6, "bf16 nh=%d nt=%d n=%lld dk=%d dv=%d dp=%d: error %g", nh, nt, (long long)n,
+          dk, dv, dp, e);
+    CHECK(!memcmp(one, two, sizeof(float) * nout), "bf16 n=%lld: 2 threads differ", (long long)n);
+    CHECK(!memcmp(one, three, sizeof(float) * nout), "bf16 n=%lld: 3 threads differ", (long long)n);
+    CHECK(!memcmp(one, f32, sizeof(float) * nout), "bf16 nh=%d n=%lld: not the f32 kernel's bits",
+          nh, (long long)n);
+    free(f32), free(ref), free(one), free(two), free(three);
+    if (V16 != K16) free(V16);
+    free(K16), free(P16);
+    free_case(&c);
+}
+
+TEST(tile_bf16_matches_reference) {
+    static const int64_t ns[] = {1, 31, 33, 70, 1100};
+    static const int heads[] = {1, 8, 96};
+    t_seed(43);
+    g_worst = 0;
+    for (int ri = 0; ri < 2; ri++)
+        for (size_t h = 0; h < 3; h++)
+            for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
+                if (heads[h] == 96 && ns[k] > 100 && ri == 0) continue; /* keep it quick */
+                check_case_bf16(heads[h], 1, ns[k], ri ? 512 : 256, 0, 64, 1);
+                if (ns[k] >= 3) check_case_bf16(heads[h], 3, ns[k], ri ? 512 : 256, 0, 64, 1);
+            }
+    static const int dks[] = {1, 17, 128}, dvs[] = {1, 19, 128}, dps[] = {0, 3, 64};
+    for (size_t a = 0; a < 3; a++) /* K != V, odd widths, with and without P */
+        check_case_bf16(2, 5, 97, dks[a], dvs[(a + 1) % 3], dps[a], 0);
+    printf("  bf16 (%s): max error %.3g of max|V|\n", k3_kernels_name(), g_worst);
+}
+
+/* A row wider than the 80 KiB stage: the block is widened a few tokens at a
+ * time (the sums then follow sub-blocks, so compare with the reference only). */
+TEST(tile_bf16_wide_rows) {
+    t_seed(44);
+    tcase c = make_case(2, 2, 40, 1536, 0, 64, 1);
+    uint16_t *K16 = to_bf16(c.K, 40 * c.a.ldk), *P16 = to_bf16(c.P, 40 * c.a.ldp);
+    c.a.K16 = c.a.V16 = K16, c.a.P16 = P16;
+    float *ref = run(&c, 1), *out = run(&c, 0);
+    double e = max_err(out, ref, (size_t)(2 * 2 * 1536));
+    CHECK(e <= 1e-6, "bf16 rank 1536: error %g", e);
+    free(ref), free(out), free(K16), free(P16);
+    free_case(&c);
+}
+
 int main(void) {
     RUN(tile_absorbed_matches_reference);
     RUN(tile_expanded_odd_widths);
     RUN(tile_sequences_of_different_lengths);
+    RUN(tile_bf16_matches_reference);
+    RUN(tile_bf16_wide_rows);
     if (k3_kernels_active() == K3_KERNELS_AVX512) { /* the AVX2 tiles too */
         k3_kernels_set_mode(K3_KERNELS_AVX2);
         RUN(tile_absorbed_matches_reference);
         RUN(tile_expanded_odd_widths);
+        RUN(tile_bf16_matches_reference);
+        RUN(tile_bf16_wide_rows);
         k3_kernels_set_mode(K3_KERNELS_AUTO);
     }
     return t_done();

@@ -15,7 +15,8 @@
  * changed): drafts are then kept for a while and rejected at every offset.
  * Also with a test hook that rejects the draft at each row in turn, and with
  * max_tokens ending generation inside a step (the cache then holds what
- * plain decoding leaves). */
+ * plain decoding leaves). Rollback and generation run with a bf16 latent
+ * cache too (--cache-type bf16: the commit truncates that cache). */
 #include "gen/generate.h"
 #include "k3.h"
 #include "t.h"
@@ -177,8 +178,9 @@ static void greedy(k3_model *m, const char *dir) {
     k3_tok_free(tok);
 }
 
-static void run_model(const char *dir) {
-    k3_model *m = k3_model_load(dir, NULL);
+static void run_model(const char *dir, int cache_type) {
+    k3_load_opts o = {.tp_size = 1, .pp_size = 1, .cache_type = cache_type};
+    k3_model *m = k3_model_load(dir, &o);
     CHECK(m != NULL, "%s: %s", dir, k3_errmsg());
     if (!m) return;
     rollback(m, dir);
@@ -191,9 +193,11 @@ TEST(speculative_decoding_on_the_fixtures) {
     char dir[1024];
     for (int i = 0; i < 2; i++) {
         snprintf(dir, sizeof dir, "%s/%s", t_fixtures(), shared[i]);
-        run_model(dir);
+        run_model(dir, K3_CACHE_F32);
     }
-    run_model("tests/fixtures/mlx-mixed");
+    run_model("tests/fixtures/mlx-mixed", K3_CACHE_F32);
+    snprintf(dir, sizeof dir, "%s/tiny-bf16", t_fixtures());
+    run_model(dir, K3_CACHE_BF16);
 }
 
 TEST(commit_refuses_without_a_pass_and_out_of_range) {

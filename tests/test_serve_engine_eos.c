@@ -26,7 +26,7 @@ static int make_model(void) {
 
 TEST(engine_stops_on_every_eos_id) {
     serve_engine e;
-    CHECK(serve_engine_open(&e, dir, "tiny", 1) == 0, "%s", k3_errmsg());
+    CHECK(serve_engine_open(&e, dir, "tiny", 1, K3_CACHE_F32) == 0, "%s", k3_errmsg());
     if (!e.model) return;
     CHECK(serve_engine_is_stop(&e, 999));
     CHECK(serve_engine_is_stop(&e, 637));

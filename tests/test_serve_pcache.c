@@ -12,7 +12,9 @@
  * it serves a whole-prompt hit). A waiter
  * makes the queued copies itself (on its OpenMP threads) while the copier
  * is held, a fill before the restore that reads it. would_keep foretells
- * exactly the inserts that would be dropped. */
+ * exactly the inserts that would be dropped. All of it runs twice: with the
+ * f32 latent cache and with --cache-type bf16 (snapshots of bf16 caches,
+ * their bytes counted at 2 a value). */
 #include <omp.h>
 #include <stdio.h>
 
@@ -404,14 +406,16 @@ TEST(waiter_makes_the_copies) {
     serve_pcache_free(pc);
 }
 
-int main(void) {
+static int run_all(int cache_type) {
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/tiny-bf16", t_fixtures());
-    model = k3_model_load(dir, NULL);
+    k3_load_opts o = {.tp_size = 1, .pp_size = 1, .cache_type = cache_type};
+    model = k3_model_load(dir, &o);
     if (!model) {
         printf("FAIL load_fixture (%s)\n", k3_errmsg());
         return 1;
     }
+    printf("# %s latent cache\n", cache_type ? "bf16" : "f32");
     vocab = k3_model_vocab(model);
     g_lg = malloc(sizeof(float) * (size_t)vocab);
     RUN(hit_equals_full_prefill);
@@ -425,5 +429,10 @@ int main(void) {
     RUN(waiter_makes_the_copies);
     free(g_lg);
     k3_model_free(model);
+    return 0;
+}
+
+int main(void) {
+    if (run_all(K3_CACHE_F32) || run_all(K3_CACHE_BF16)) return 1;
     return t_done();
 }

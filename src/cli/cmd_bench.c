@@ -35,6 +35,7 @@ static void bench_usage(FILE *f) {
     fprintf(f, "usage: k3 bench --model DIR [-p 64] [-n 32] [--threads N] [--runs 5] [--json]\n"
                "                [--act-int8] [--bw-over auto|buffer|weights] [--batch B]\n"
                "                [--ram-budget SIZE] [--no-prefetch] [--depth D]\n"
+               "                [--cache-type f32|bf16]\n"
                "       k3 bench --kernels [--threads N] [-p T] [--quick]\n"
                "       k3 bench --bandwidth [--threads N]\n"
                "       k3 bench --attention N [--threads N]\n"
@@ -46,6 +47,8 @@ static void bench_usage(FILE *f) {
                "                token reads more (working set >= bytes per token)\n"
                "  --depth D     prefill and decode after a D-token context (filled once, not\n"
                "                timed; every run starts from a copy of it), as llama-bench -d\n"
+               "  --cache-type f32|bf16  the MLA latent cache's element (default f32, exact;\n"
+               "                bf16 halves the latent bytes each decoded token reads)\n"
                "  --attention N the MLA attention kernel alone: one decode step of K3's 96\n"
                "                heads (rank 512, RoPE 64) over an N-token latent cache\n"
                "  --bw-over auto|buffer|weights\n"
@@ -83,6 +86,7 @@ typedef struct {
     const char *model;
     int no_prefetch;     /* --no-prefetch: plain mmap faults for the experts */
     uint64_t ram_budget; /* --ram-budget: dense part + hot experts locked in RAM */
+    int cache_type;      /* --cache-type: K3_CACHE_F32 or K3_CACHE_BF16 */
 } bench_args;
 
 /* Bytes this process caused to be read from storage (/proc/self/io read_bytes; page faults and
@@ -189,6 +193,11 @@ static int parse_args(int argc, char **argv, bench_args *a) {
             }
         } else if (!strcmp(o, "--model") && i + 1 < argc) {
             a->model = argv[++i];
+        } else if (!strcmp(o, "--cache-type") && i + 1 < argc) {
+            if (k3_cache_type_parse(argv[++i], &a->cache_type)) {
+                fprintf(stderr, "k3 bench: %s\n", k3_errmsg());
+                return -1;
+            }
         } else if (iv && i + 1 < argc) {
             if (parse_int(argv[++i], o, iv == &a->depth ? 0 : 1, iv) < 0) return -1;
             if (!strcmp(o, "--threads")) a->threads = (int)*iv;
@@ -361,6 +370,7 @@ static k3_seq *fill_context(k3_model *m, long D, int V) {
 static int measure_model(const bench_args *a, model_result *r) {
     k3_load_opts lo = {0};
     lo.threads = a->threads;
+    lo.cache_type = a->cache_type;
     double t0 = k3_now();
     k3_model *m = k3_model_load(a->model, &lo);
     if (!m) return -1;
@@ -445,7 +455,8 @@ static int run_model(const bench_args *a) {
     }
     int th = omp_get_max_threads();
     if (a->json) {
-        printf("{\"model\":\"%s\",\"threads\":%d,\"kernels\":\"%s\",\"depth\":%ld,\"prompt\":%ld,"
+        printf("{\"model\":\"%s\",\"threads\":%d,\"kernels\":\"%s\",\"cache_type\":\"%s\","
+               "\"depth\":%ld,\"prompt\":%ld,"
                "\"decode\":%ld,"
                "\"runs\":%ld,\"load_s\":%.3f,\"prefill_tps\":%.2f,\"decode_tps\":%.2f,"
                "\"prefill_tps_min\":%.2f,\"prefill_tps_max\":%.2f,"
@@ -458,20 +469,21 @@ static int run_model(const bench_args *a) {
                "\"decode_sys_s_per_token\":%.6g,\"decode_majflt_per_token\":%.1f,"
                "\"decode_runqueue_wait_s_per_token\":%.6g,"
                "\"prefetch_pool_cpu_s\":%.6g,\"readahead\":\"%s\"}\n",
-               a->model, th, k3_kernels_name(), a->depth, a->T, a->n, a->runs, r.load_s,
-               r.prefill_tps, r.decode_tps, r.prefill_min, r.prefill_max, r.decode_min,
-               r.decode_max, (unsigned long long)r.peak_rss, (unsigned long long)r.weight_bytes,
-               (unsigned long long)r.active_bytes, r.bw, (unsigned long long)r.bw_bytes,
-               r.bw_on_weights ? "weight files" : "buffer", r.roofline, activation_mode(0),
-               r.storage_per_token, r.hit_rate, r.wall_per_token, r.cpu_per_token, r.sys_per_token,
-               r.majflt_per_token, r.runq_per_token, r.pf.pool_cpu_ns / 1e9,
-               k3_readahead_name(r.pf.readahead));
+               a->model, th, k3_kernels_name(), a->cache_type ? "bf16" : "f32", a->depth, a->T,
+               a->n, a->runs, r.load_s, r.prefill_tps, r.decode_tps, r.prefill_min, r.prefill_max,
+               r.decode_min, r.decode_max, (unsigned long long)r.peak_rss,
+               (unsigned long long)r.weight_bytes, (unsigned long long)r.active_bytes, r.bw,
+               (unsigned long long)r.bw_bytes, r.bw_on_weights ? "weight files" : "buffer",
+               r.roofline, activation_mode(0), r.storage_per_token, r.hit_rate, r.wall_per_token,
+               r.cpu_per_token, r.sys_per_token, r.majflt_per_token, r.runq_per_token,
+               r.pf.pool_cpu_ns / 1e9, k3_readahead_name(r.pf.readahead));
         return 0;
     }
     printf("model            %s (%s kernels, %d threads)\n", a->model, k3_kernels_name(), th);
     printf("activations      %s\n", activation_mode(1));
     printf("load             %.3f s\n", r.load_s);
     if (a->depth) printf("depth            %ld tokens of context before the prompt\n", a->depth);
+    printf("latent cache     %s\n", a->cache_type ? "bf16" : "f32");
     printf("prefill          %.1f tokens/s (%ld-token prompt, median of %ld)\n", r.prefill_tps,
            a->T, a->runs);
     printf("decode           %.1f tokens/s (%ld tokens, median of %ld)\n", r.decode_tps, a->n,

@@ -2,6 +2,7 @@
  *
  *   k3 logits --model DIR --tokens 1,2,3 --out FILE [--mode prefill|decode|chunked:N]
  *             [--threads N] [--pipeline | --pipeline-stages S] [--act-int8]
+ *             [--cache-type f32|bf16]
  *
  * Under `mpirun -np N` the model is split N ways (tensor parallel, layer
  * ranges with --pipeline, or S stages of N/S-way tensor parallel groups with
@@ -24,13 +25,15 @@
 static void usage(FILE *f) {
     fprintf(f, "usage: k3 logits --model DIR --tokens 1,2,3 --out FILE\n"
                "                 [--mode prefill|decode|chunked:N] [--threads N] [--pipeline]\n"
-               "                 [--pipeline-stages S] [--act-int8]\n"
+               "                 [--pipeline-stages S] [--act-int8] [--cache-type f32|bf16]\n"
                "writes float32 logits [T, vocab], row-major, to FILE\n"
                "under mpirun -np N: tensor parallel over N ranks (--pipeline: layer ranges;\n"
                "--pipeline-stages S: S stages, each an N/S-way tensor-parallel group),\n"
                "rank 0 writes FILE\n"
                "--act-int8: int8 activations in quantized one-token (decode) products\n"
-               "(AVX-512 VNNI; lossy, off by default)\n");
+               "(AVX-512 VNNI; lossy, off by default)\n"
+               "--cache-type f32|bf16: the MLA latent cache's element (default f32, exact;\n"
+               "bf16 halves its bytes per token, docs/performance.md gives its accuracy)\n");
 }
 
 /* Strict comma-separated non-negative integers. */
@@ -78,8 +81,8 @@ static int64_t parse_mode(const char *m, int64_t n) {
 }
 
 static int run(const char *model, const int32_t *tok, int64_t n, int64_t chunk, int threads,
-               const char *out, int pipeline) {
-    k3_load_opts o = {.threads = threads, .tp_size = 1, .pp_size = 1};
+               const char *out, int pipeline, int cache_type) {
+    k3_load_opts o = {.threads = threads, .tp_size = 1, .pp_size = 1, .cache_type = cache_type};
     /* this rank's slice under mpirun: pipeline < 0 = one stage per rank, 0 = TP only */
     k3_model *m = k3_dist_init() ? NULL
                                  : k3_dist_model_load_stages(model, &o,
@@ -118,7 +121,7 @@ static int run(const char *model, const int32_t *tok, int64_t n, int64_t chunk, 
 
 int cmd_logits(int argc, char **argv) {
     const char *model = NULL, *tokens = NULL, *out = NULL, *mode = "prefill";
-    int threads = 0, pipeline = 0;
+    int threads = 0, pipeline = 0, cache_type = K3_CACHE_F32;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -159,7 +162,12 @@ int cmd_logits(int argc, char **argv) {
             out = v;
         else if (!strcmp(a, "--mode"))
             mode = v;
-        else if (!strcmp(a, "--threads")) {
+        else if (!strcmp(a, "--cache-type")) {
+            if (k3_cache_type_parse(v, &cache_type)) {
+                fprintf(stderr, "k3 logits: %s\n", k3_errmsg());
+                return 2;
+            }
+        } else if (!strcmp(a, "--threads")) {
             char *end;
             long t = strtol(v, &end, 10);
             if (*end || t < 1 || t > 4096) {
@@ -182,7 +190,7 @@ int cmd_logits(int argc, char **argv) {
     int32_t *tok = parse_tokens(tokens, &n);
     if (!tok) return 2;
     int64_t chunk = parse_mode(mode, n);
-    int rc = chunk ? run(model, tok, n, chunk, threads, out, pipeline) : 2;
+    int rc = chunk ? run(model, tok, n, chunk, threads, out, pipeline, cache_type) : 2;
     k3_dist_finalize();
     free(tok);
     return rc;

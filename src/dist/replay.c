@@ -60,7 +60,7 @@ static const k3_load_opts *hook_load(void *ctx, const char *dir, const k3_load_o
     k3_dist_replay *r = ctx;
     *tmp = opts ? *opts : (k3_load_opts){0};
     if (driving(r)) {
-        send_cmd(r, OP_LOAD, (int64_t)strlen(dir) + 1, tmp->threads, 0, 0);
+        send_cmd(r, OP_LOAD, (int64_t)strlen(dir) + 1, tmp->threads, tmp->cache_type, 0);
         bcast(r, (void *)dir, strlen(dir) + 1);
         r->loading = 1;
     }
@@ -238,7 +238,7 @@ static int execute(follower *f, const command *k) {
         bcast(r, dir, (size_t)k->a);
         dir[k->a - 1] = 0;
         drop_model(f);
-        k3_load_opts o = {.threads = (int)k->b};
+        k3_load_opts o = {.threads = (int)k->b, .cache_type = (int)k->c};
         f->m = k3_model_load(dir, &o);
         free(dir);
         return f->m ? 0 : -1;

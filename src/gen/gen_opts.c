@@ -2,6 +2,8 @@
 #include "gen/gen_opts.h"
 
 #include "base/err.h"
+#include "k3.h"
+#include "model/plan.h"
 
 #include <errno.h>
 #include <math.h>
@@ -20,7 +22,11 @@ void k3_gen_opts_usage(FILE *f, const char *cmd) {
                 "  -f, --file FILE              the prompt is the text of FILE\n");
     fprintf(f,
             "  -m, -n, --max-tokens N       tokens to generate (default 256)\n"
-            "  -c, --ctx-size N             prompt + answer tokens at most (default: no limit)\n"
+            "  -c, --ctx-size N             prompt + answer tokens at most, 1..1048576 (default:\n"
+            "                               no limit); the memory for one sequence at N (state\n"
+            "                               + MLA latents) is checked against RAM at start\n"
+            "  --cache-type f32|bf16        the MLA latent cache's element (default f32, exact;\n"
+            "                               bf16 halves its bytes, ~1e-3 of the logit scale)\n"
             "  --temp T                     temperature; 0 = greedy (default 0)\n"
             "  --top-p P                    nucleus sampling mass (default 1 = off)\n"
             "  --top-k K                    keep the K most likely tokens (default 0 = off)\n"
@@ -114,7 +120,10 @@ static int take_value(k3_gen_opts *o, const char *cmd, const char *a, const char
         if (to_int(v, &o->max_tokens) || o->max_tokens < 0)
             return bad(cmd, a, v, "an integer >= 0 (the model directory is --model DIR)");
     } else if (is(a, "-c", "--ctx-size")) {
-        if (to_int(v, &o->ctx_size) || o->ctx_size < 0) return bad(cmd, a, v, "an integer >= 0");
+        if (to_int(v, &o->ctx_size) || o->ctx_size < 0 || o->ctx_size > K3_CTX_MAX)
+            return bad(cmd, a, v, "an integer 0..1048576");
+    } else if (!strcmp(a, "--cache-type")) {
+        if (k3_cache_type_parse(v, &o->cache_type)) return bad(cmd, a, v, "f32 or bf16");
     } else if (is(a, "--temp", "--temperature")) {
         if (to_float(v, &o->sp.temp)) return bad(cmd, a, v, "a number");
     } else if (!strcmp(a, "--top-p")) {
@@ -163,6 +172,7 @@ static const char *const value_flags[] = {"--model",
                                           "--n-predict",
                                           "-c",
                                           "--ctx-size",
+                                          "--cache-type",
                                           "--temp",
                                           "--temperature",
                                           "--top-p",

@@ -14,6 +14,7 @@ typedef struct k3_gen_opts {
     const char *prompt;      /* "-": read stdin; NULL: none given */
     const char *prompt_file; /* -f/--file: the prompt is this file's text (generate) */
     int ctx_size;            /* -c/--ctx-size: prompt + answer tokens at most (0 = no limit) */
+    int cache_type;          /* --cache-type: K3_CACHE_F32 (default) or K3_CACHE_BF16 */
     const char *system;
     int max_tokens;
     k3_sampler_params sp;

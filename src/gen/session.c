@@ -4,6 +4,7 @@
 #include "base/err.h"
 #include "base/mem.h"
 #include "gen/builtin.h"
+#include "model/plan.h"
 #include "text/chat.h"
 
 #include <dirent.h>
@@ -49,7 +50,11 @@ int k3_session_open(k3_session *s, const k3_gen_opts *o, FILE *note) {
                 s->dir, created ? ", just written" : "");
         fflush(note);
     }
-    k3_load_opts lo = {.threads = o->threads, .progress = isatty(2), .tp_size = 1, .pp_size = 1};
+    k3_load_opts lo = {.threads = o->threads,
+                       .progress = isatty(2),
+                       .tp_size = 1,
+                       .pp_size = 1,
+                       .cache_type = o->cache_type};
     if (lo.progress) {
         int nf;
         uint64_t b = shard_bytes(s->dir, &nf);
@@ -61,6 +66,9 @@ int k3_session_open(k3_session *s, const k3_gen_opts *o, FILE *note) {
     s->m = k3_model_load(s->dir, &lo);
     if (!s->m) return -1;
     s->load_s = k3_now() - t0;
+    /* one sequence's state and latents at --ctx-size must fit: say so now,
+       not when a long conversation runs out of memory */
+    if (o->ctx_size > 0 && k3_seq_plan_check(s->m, o->ctx_size, 0, 0)) return -1;
     if (isatty(2)) fprintf(stderr, "[k3] loaded %s in %.2f s\n", s->dir, s->load_s);
     s->tok = k3_tok_open(s->dir, k3_model_vocab(s->m));
     if (!s->tok) return k3_preferr("tokenizer of %s", s->dir);

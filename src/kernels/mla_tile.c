@@ -193,10 +193,16 @@ static void tile_ref(const k3_mla_tile_args *a) {
 void k3_mla_tile(const k3_mla_tile_args *a, float *scratch, int ref) {
     k3_kernels_mode mode = k3_kernels_active();
     if (ref || mode == K3_KERNELS_REF || !k3_cpu_has_avx2()) {
-        tile_ref(a);
+        if (a->K16)
+            k3_mla_tile_ref_bf16(a);
+        else
+            tile_ref(a);
         return;
     }
     block_fn fn = mode == K3_KERNELS_AVX512 ? k3_mla_tile_block_avx512 : k3_mla_tile_block_avx2;
+    if (a->K16)
+        fn =
+            mode == K3_KERNELS_AVX512 ? k3_mla_tile_block_bf16_avx512 : k3_mla_tile_block_bf16_avx2;
     tile_plan p = make_plan(a);
     int64_t ntask = p.nsplit * p.nchunk;
     float *qt = scratch + p.nsplit * p.nrows * p.ld;

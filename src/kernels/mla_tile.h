@@ -35,6 +35,10 @@ typedef struct {
     int64_t nh, nt, q_h, q_t, qp_h, qp_t, o_h, o_t;
     int64_t off;
     float scale;
+    /* A bf16 cache (mla_tile_bf16.c): when K16 is set, K16, V16 and P16 (same
+       leading dimensions) are read instead of K, V and P, widened to f32 a
+       block at a time; the arithmetic is the f32 kernel's. */
+    const uint16_t *K16, *V16, *P16;
 } k3_mla_tile_args;
 
 /* Floats of scratch k3_mla_tile needs for a (64-byte aligned). */
@@ -70,5 +74,13 @@ typedef struct {
  * the group's rows. */
 void k3_mla_tile_block_avx512(const k3_mla_tile_args *a, k3_tile_group *g, int64_t j0, int64_t j1);
 void k3_mla_tile_block_avx2(const k3_mla_tile_args *a, k3_tile_group *g, int64_t j0, int64_t j1);
+/* The same over a bf16 cache (a->K16): the block widened into a stack stage,
+ * then the f32 step above on it (mla_tile_bf16_impl.h). */
+void k3_mla_tile_block_bf16_avx512(const k3_mla_tile_args *a, k3_tile_group *g, int64_t j0,
+                                   int64_t j1);
+void k3_mla_tile_block_bf16_avx2(const k3_mla_tile_args *a, k3_tile_group *g, int64_t j0,
+                                 int64_t j1);
+/* The scalar double reference over a bf16 cache (mla_tile_bf16.c). */
+void k3_mla_tile_ref_bf16(const k3_mla_tile_args *a);
 
 #endif

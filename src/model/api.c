@@ -33,6 +33,8 @@ void k3_model_set_hooks(const k3_model_hooks *h) {
 static int check_opts(const k3_load_opts *o) {
     if (!o) return 0;
     if (o->threads < 0) return k3_seterr("threads must be >= 0");
+    if (o->cache_type != K3_CACHE_F32 && o->cache_type != K3_CACHE_BF16)
+        return k3_seterr("cache_type %d is neither K3_CACHE_F32 nor K3_CACHE_BF16", o->cache_type);
     return 0; /* tp_* / pp_* are checked against the config by k3_par_init */
 }
 
@@ -50,6 +52,7 @@ static k3_model *load_model(const char *dir, const k3_load_opts *opts,
         return NULL;
     }
     m->c = &m->ck.cfg;
+    m->cache_bf16 = opts && opts->cache_type == K3_CACHE_BF16;
     m->L = k3_xcalloc((size_t)m->c->num_hidden_layers, sizeof(k3_layer));
     int rc = k3_par_init(m, opts) || k3_load_globals(m); /* this process's slice (parallel.h) */
     k3_progress bar;
@@ -194,12 +197,12 @@ void k3_seq_free(k3_seq *s) {
     free(s);
 }
 
-/* A buffer of cap floats holding a copy of the first n of p (NULL if p is). */
-static void *dup_floats(const float *p, int64_t cap, int64_t n) {
+/* A buffer of cap elements of es bytes holding a copy of the first n of p (NULL if p is). */
+static void *dup_elems(const void *p, int64_t cap, int64_t n, size_t es) {
     if (!p) return NULL;
-    float *q = k3_big_calloc(sizeof(float) * (size_t)(cap ? cap : 1));
+    void *q = k3_big_calloc(es * (size_t)(cap ? cap : 1));
     if (!q) k3_die("k3_seq_clone: %s", k3_errmsg());
-    memcpy(q, p, sizeof(float) * (size_t)n);
+    memcpy(q, p, es * (size_t)n);
     return q;
 }
 
@@ -212,10 +215,12 @@ k3_seq *k3_seq_clone_begin(const k3_seq *s) {
 /* Pieces of a state block copied per OpenMP work item. */
 #define CLONE_PIECE ((size_t)1 << 20)
 
-static void clone_layer_cache(const k3_config *c, k3_layer_cache *b, const k3_layer_cache *a) {
-    b->lat = dup_floats(a->lat, a->cap * c->kv_lora_rank, a->n * c->kv_lora_rank);
-    b->kpe = dup_floats(a->kpe, a->cap * (c->qk_rope_head_dim ? c->qk_rope_head_dim : 1),
-                        a->n * c->qk_rope_head_dim);
+static void clone_layer_cache(const k3_model *m, k3_layer_cache *b, const k3_layer_cache *a) {
+    const k3_config *c = m->c;
+    size_t es = k3_cache_elem_bytes(m);
+    b->lat = dup_elems(a->lat, a->cap * c->kv_lora_rank, a->n * c->kv_lora_rank, es);
+    b->kpe = dup_elems(a->kpe, a->cap * (c->qk_rope_head_dim ? c->qk_rope_head_dim : 1),
+                       a->n * c->qk_rope_head_dim, es);
     b->n = a->n;
     b->cap = a->cap;
 }
@@ -234,7 +239,7 @@ void k3_seq_clone_copy(k3_seq *d, const k3_seq *s) {
             memcpy((char *)d->state + at, (const char *)s->state + at,
                    n < CLONE_PIECE ? n : CLONE_PIECE);
         } else {
-            clone_layer_cache(c, &d->lc[i - pieces], &s->lc[i - pieces]);
+            clone_layer_cache(s->m, &d->lc[i - pieces], &s->lc[i - pieces]);
         }
     }
 }
@@ -263,14 +268,15 @@ size_t k3_seq_state_bytes(const k3_seq *s, int64_t at) {
     const k3_config *c = s->m->c;
     int64_t P = (int64_t)c->kda_heads * c->kda_head_dim, hd = c->kda_head_dim;
     int64_t rope = c->qk_rope_head_dim ? c->qk_rope_head_dim : 1;
-    size_t floats = 0;
+    size_t floats = 0, cached = 0; /* KDA state in f32; MLA cache elements */
     for (int i = 0; i < c->num_hidden_layers; i++) {
         const k3_layer_cache *l = &s->lc[i];
         if (l->conv) floats += (size_t)((c->kda_conv_kernel - 1) * 3 * P + 1);
         if (l->S) floats += (size_t)(c->kda_heads * hd * hd);
         const int64_t cap = at >= 0 ? at : l->cap;
-        if (l->lat) floats += (size_t)(cap * c->kv_lora_rank);
-        if (l->kpe) floats += (size_t)(cap * rope);
+        if (l->lat) cached += (size_t)(cap * c->kv_lora_rank);
+        if (l->kpe) cached += (size_t)(cap * rope);
     }
-    return sizeof *s + (size_t)c->num_hidden_layers * sizeof *s->lc + floats * sizeof(float);
+    return sizeof *s + (size_t)c->num_hidden_layers * sizeof *s->lc + floats * sizeof(float) +
+           cached * k3_cache_elem_bytes(s->m);
 }

@@ -1,11 +1,14 @@
 /* mla.c — gated NoPE Multi-head Latent Attention (spec §2.5).
  *
  * The cache holds the normalized latent c (r) and the raw shared k_pe (rope)
- * per token. Path A (expanded: per-head keys and values from the latents) is
- * used for long chunks, path B (absorbed: W_UK^T folded into the query, W_UV
- * applied after attending over latents) for decode and short chunks, whichever
- * needs fewer multiply-adds. They are the same function; the test suite checks
- * that they agree (and forces each path in every mode). No RoPE anywhere.
+ * per token, in f32 or (--cache-type bf16) rounded to bf16. Path A
+ * (expanded: per-head keys and values from the latents) is used for long
+ * chunks, path B (absorbed: W_UK^T folded into the query, W_UV applied after
+ * attending over latents) for decode and short chunks, whichever needs fewer
+ * multiply-adds. They are the same function; the test suite checks that they
+ * agree (and forces each path in every mode). No RoPE anywhere. Path B hands
+ * a bf16 cache straight to the tiled kernel; path A widens it once per call
+ * before its products.
  *
  * Both paths end in the tiled attention (kernels/mla_tile.h): every head and
  * query row of a sequence's step scored against each block of its cache in
@@ -21,6 +24,7 @@
 #include "model/model.h"
 #include "model/ops.h"
 #include "model/rowpar.h"
+#include "quant/dtype.h"
 
 #include <math.h>
 #include <omp.h>
@@ -31,15 +35,16 @@ static int use_ref(void) {
     return k3_kernels_active() == K3_KERNELS_REF || !k3_cpu_has_avx2(); /* cached (runtime.c) */
 }
 
-static int cache_grow(k3_layer_cache *c, int64_t need, int r, int rope) {
+/* es: bytes per cached element (k3_cache_elem_bytes). */
+static int cache_grow(k3_layer_cache *c, int64_t need, int r, int rope, size_t es) {
     if (need <= c->cap) return 0;
     int64_t cap = c->cap ? c->cap : 64;
     while (cap < need) cap *= 2; /* geometric: O(log n) reallocations over a sequence */
-    float *lat = k3_big_realloc(c->lat, sizeof(float) * (size_t)(cap * r));
+    void *lat = k3_big_realloc(c->lat, es * (size_t)(cap * r));
     if (!lat)
         return k3_seterr("out of memory growing the MLA cache to %lld tokens", (long long)cap);
     c->lat = lat;
-    float *kpe = k3_big_realloc(c->kpe, sizeof(float) * (size_t)(cap * (rope ? rope : 1)));
+    void *kpe = k3_big_realloc(c->kpe, es * (size_t)(cap * (rope ? rope : 1)));
     if (!kpe)
         return k3_seterr("out of memory growing the MLA cache to %lld tokens", (long long)cap);
     c->kpe = kpe;
@@ -96,12 +101,23 @@ static void mla_queries(const k3_model *m, const k3_mla_w *w, const float *x, in
 }
 
 /* A snapshot's cache: the first n rows of c. */
-static int cache_snap(k3_layer_cache *to, const k3_layer_cache *c, int64_t n, int r, int rope) {
-    if (cache_grow(to, n, r, rope)) return -1;
-    memcpy(to->lat, c->lat, sizeof(float) * (size_t)(n * r));
-    memcpy(to->kpe, c->kpe, sizeof(float) * (size_t)(n * rope));
+static int cache_snap(k3_layer_cache *to, const k3_layer_cache *c, int64_t n, int r, int rope,
+                      size_t es) {
+    if (cache_grow(to, n, r, rope, es)) return -1;
+    memcpy(to->lat, c->lat, es * (size_t)(n * r));
+    memcpy(to->kpe, c->kpe, es * (size_t)(n * rope));
     to->n = n;
     return 0;
+}
+
+/* Row `at` of a cache of rows of n elements (es bytes each) = x. */
+static void cache_put(void *base, int64_t at, const float *x, int n, size_t es) {
+    if (es == sizeof(float)) {
+        memcpy((float *)base + at * n, x, sizeof(float) * (size_t)n);
+        return;
+    }
+    uint16_t *h = (uint16_t *)base + at * n;
+    for (int i = 0; i < n; i++) h[i] = k3_f32_to_bf16(x[i]); /* round to nearest even */
 }
 
 /* Append normalized latents and k_pe of the T rows to their sequences' caches
@@ -109,20 +125,22 @@ static int cache_snap(k3_layer_cache *to, const k3_layer_cache *c, int64_t n, in
 static int mla_append(const k3_model *m, const k3_mla_w *w, const k3_segs *sg, const float *x,
                       int64_t T, k3_workspace *ws, const k3_mla_pre *pre) {
     int r = m->c->kv_lora_rank, rope = m->c->qk_rope_head_dim;
+    size_t es = k3_cache_elem_bytes(m);
     for (int s = 0; s < sg->n; s++)
-        if (cache_grow(sg->c[s], sg->c[s]->n + sg->off[s + 1] - sg->off[s], r, rope)) return -1;
+        if (cache_grow(sg->c[s], sg->c[s]->n + sg->off[s + 1] - sg->off[s], r, rope, es)) return -1;
     float *ckv = pre ? pre->ckv : ws_floats(ws, K3_MLA_CKV, T * (r + rope));
     if (!pre) k3_matmul(&w->kva, x, T, ckv);
     for (int s = 0; s < sg->n; s++) {
         k3_layer_cache *c = sg->c[s];
         int64_t t0 = sg->off[s], ts = sg->off[s + 1] - t0;
         for (int64_t t = 0; t < ts; t++) {
-            const float *row = ckv + (t0 + t) * (r + rope);
-            k3_rmsnorm(row, r, w->kva_norm, 1e-6, c->lat + (c->n + t) * r);
-            memcpy(c->kpe + (c->n + t) * rope, row + r, sizeof(float) * (size_t)rope);
+            float *row = ckv + (t0 + t) * (r + rope);
+            k3_rmsnorm(row, r, w->kva_norm, 1e-6, row); /* in place, then stored */
+            cache_put(c->lat, c->n + t, row, r, es);
+            cache_put(c->kpe, c->n + t, row + r, rope, es);
         }
         int64_t at = k3_segs_snap_at(sg, s);
-        if (at && cache_snap(sg->snap[s], c, c->n + at, r, rope)) return -1;
+        if (at && cache_snap(sg->snap[s], c, c->n + at, r, rope, es)) return -1;
         c->n += ts;
     }
     return 0;
@@ -183,12 +201,13 @@ static void attend(k3_mla_tile_args *a, k3_workspace *ws) {
     k3_mla_tile(a, scratch, use_ref());
 }
 
-/* The arguments shared by both paths for a sequence's cache c and its T rows
- * of queries q (no-RoPE part then RoPE part per head). */
-static k3_mla_tile_args tile_args(const k3_config *cf, const k3_layer_cache *c, const float *q,
-                                  int64_t T) {
+/* The arguments shared by both paths for a sequence's cache c (whose k_pe
+ * rows are kpe, f32) and its T rows of queries q (no-RoPE part then RoPE part
+ * per head). */
+static k3_mla_tile_args tile_args(const k3_config *cf, const k3_layer_cache *c, const float *kpe,
+                                  const float *q, int64_t T) {
     int nope = cf->qk_nope_head_dim, rope = cf->qk_rope_head_dim;
-    k3_mla_tile_args a = {.P = c->kpe, .ldp = rope, .dp = rope, .n = c->n, .nt = T};
+    k3_mla_tile_args a = {.P = kpe, .ldp = rope, .dp = rope, .n = c->n, .nt = T};
     a.qp = q + nope, a.qp_h = nope + rope,
     a.qp_t = (int64_t)cf->num_attention_heads * (nope + rope);
     a.off = c->n - T;
@@ -198,26 +217,40 @@ static k3_mla_tile_args tile_args(const k3_config *cf, const k3_layer_cache *c, 
 
 /* ---- the two paths ------------------------------------------------------------ */
 
+/* The first n elements of a bf16 cache as f32 (exact). */
+static void widen(const void *cache, int64_t n, float *out) {
+    const uint16_t *h = cache;
+    for (int64_t i = 0; i < n; i++) out[i] = k3_bf16_to_f32(h[i]);
+}
+
 /* Cached tokens expanded per product: a slice's latents (4 MiB at rank 512) stay
  * in cache while every row of the head's W_UK or W_UV passes over them; one
  * product over a 16k-token cache ran at two thirds the speed. */
 #define EXPAND_SLICE 2048
 
 /* Path A: per head, keys and values of all N cached tokens (expanded a slice
- * of tokens at a time), then its T queries. */
+ * of tokens at a time), then its T queries. A bf16 cache is widened first
+ * (its products take f32 rows). */
 static void attention_expanded(const k3_model *m, const k3_mla_w *w, const k3_layer_cache *c,
                                const float *q, int64_t T, float *o, k3_workspace *ws) {
     const k3_config *cf = m->c;
     int nh = cf->num_attention_heads, nope = cf->qk_nope_head_dim, vd = cf->v_head_dim;
-    int64_t N = c->n, qs = (int64_t)nh * (nope + cf->qk_rope_head_dim), r = cf->kv_lora_rank;
+    int64_t N = c->n, r = cf->kv_lora_rank, rope = cf->qk_rope_head_dim;
+    int64_t qs = (int64_t)nh * (nope + rope);
+    const float *lat = c->lat, *kpe = c->kpe;
+    if (m->cache_bf16) {
+        float *wide = ws_floats(ws, K3_MLA_LAT, N * (r + rope));
+        widen(c->lat, N * r, wide), widen(c->kpe, N * rope, wide + N * r);
+        lat = wide, kpe = wide + N * r;
+    }
     float *kv = ws_floats(ws, K3_MLA_KV, N * (nope + vd)); /* keys [N, nope], values [N, vd] */
     for (int h = 0; h < nh; h++) {
         for (int64_t t0 = 0; t0 < N; t0 += EXPAND_SLICE) {
             int64_t n = N - t0 < EXPAND_SLICE ? N - t0 : EXPAND_SLICE;
-            uk_apply(w, h, c->lat + t0 * r, n, kv + t0 * nope, 0);
-            k3_matmul(&w->uv[h], c->lat + t0 * r, n, kv + N * nope + t0 * vd);
+            uk_apply(w, h, lat + t0 * r, n, kv + t0 * nope, 0);
+            k3_matmul(&w->uv[h], lat + t0 * r, n, kv + N * nope + t0 * vd);
         }
-        k3_mla_tile_args a = tile_args(cf, c, q + h * (qs / nh), T);
+        k3_mla_tile_args a = tile_args(cf, c, kpe, q + h * (qs / nh), T);
         a.K = kv, a.ldk = nope, a.dk = nope;
         a.V = kv + N * nope, a.ldv = vd, a.dv = vd;
         a.nh = 1, a.q = q + h * (qs / nh), a.q_t = qs;
@@ -257,8 +290,11 @@ static void attention_absorbed(const k3_model *m, const k3_mla_w *w, const k3_se
     for (int s = 0; s < sg->n; s++) {
         if (!absorbed[s]) continue;
         int64_t T = sg->off[s + 1] - sg->off[s];
-        k3_mla_tile_args a = tile_args(cf, sg->c[s], q + sg->off[s] * qs, T);
-        a.K = a.V = sg->c[s]->lat, a.ldk = a.ldv = r, a.dk = a.dv = r;
+        const k3_layer_cache *c = sg->c[s];
+        k3_mla_tile_args a =
+            tile_args(cf, c, m->cache_bf16 ? NULL : c->kpe, q + sg->off[s] * qs, T);
+        a.K = a.V = m->cache_bf16 ? NULL : c->lat, a.ldk = a.ldv = r, a.dk = a.dv = r;
+        if (m->cache_bf16) a.K16 = a.V16 = c->lat, a.P16 = c->kpe; /* read as bf16 */
         a.nh = nh, a.q = qa + g * r, a.q_h = lt * r, a.q_t = r;
         a.out = ol + g * r, a.o_h = lt * r, a.o_t = r;
         attend(&a, ws);

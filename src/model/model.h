@@ -83,6 +83,7 @@ struct k3_model {
     float *final_norm, *w_out; /* [D] each; w_out only with AttnRes */
     k3_reduce_fn reduce;
     void *reduce_ctx;
+    int cache_bf16; /* the MLA caches hold bf16, not f32 (k3_load_opts.cache_type) */
     /* tensor / pipeline parallelism (model/parallel.c): this process's slice */
     int tp_rank, tp_size, pp_rank, pp_size;
     int layer0, layer1;  /* the layers this process runs: [layer0, layer1) */
@@ -122,8 +123,8 @@ typedef struct k3_kda_rec {
 typedef struct {
     float *conv; /* KDA: [K-1, 3P], oldest row first */
     float *S;    /* KDA: [H, hd(v), hd(k)] */
-    float *lat;  /* MLA: [cap, r] normalized latents */
-    float *kpe;  /* MLA: [cap, rope] */
+    void *lat;   /* MLA: [cap, r] normalized latents, f32 or bf16 (k3_model.cache_bf16) */
+    void *kpe;   /* MLA: [cap, rope], the same type */
     int64_t n, cap;
     k3_kda_rec *rec; /* KDA, during a verify pass only: run dry and record (spec.c) */
 } k3_layer_cache;
@@ -147,6 +148,11 @@ void k3_kda_rec_begin(k3_layer_cache *lc, float *const zb[3], int64_t t0, int64_
 /* ... and the steps' inputs after the heads ran. */
 void k3_kda_rec_end(k3_layer_cache *lc, const float *const qkva[4], const float *beta, int64_t t0,
                     int64_t n, int64_t P, int H);
+
+/* Bytes of one element of the MLA caches: 2 (bf16) or 4 (f32). */
+static inline size_t k3_cache_elem_bytes(const k3_model *m) {
+    return m->cache_bf16 ? 2 : 4;
+}
 
 /* Apply the all-reduce hook (no-op for a single process). */
 static inline void k3_model_reduce(const k3_model *m, float *buf, int64_t n) {

@@ -13,9 +13,10 @@
 #define K3_CTX_MAX 1048576
 
 /* Bytes one sequence holds at ctx tokens: its state block (every KDA layer's
- * conv and S, constant) plus each MLA layer's latent cache, r + rope f32 per
- * token, at the capacity it grows to (it doubles from 64 tokens: the first
- * 64 * 2^k >= ctx). Layers of this rank only. */
+ * conv and S, constant) plus each MLA layer's latent cache, r + rope values
+ * per token (f32, or bf16 with --cache-type bf16), at the capacity it grows
+ * to (it doubles from 64 tokens: the first 64 * 2^k >= ctx). Layers of this
+ * rank only. */
 uint64_t k3_seq_plan_bytes(const k3_model *m, int64_t ctx);
 
 /* 0 when one sequence at ctx fits in avail bytes (0: MemAvailable now) and,

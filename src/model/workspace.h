@@ -35,6 +35,7 @@ enum {
     K3_MLA_OL,  /* attended latents [nh, T, r] */
     K3_MLA_KV,  /* path A keys and values of one head [N, nope + vd], or W_UV output */
     K3_MLA_THR, /* the tiled attention's scratch (kernels/mla_tile.h) */
+    K3_MLA_LAT, /* path A over a bf16 cache: latents and k_pe widened [N, r + rope] */
     K3_MLA_WS_N
 };
 

@@ -31,9 +31,10 @@ static void default_name(char *out, size_t cap, const char *dir) {
     snprintf(out, cap, "%.*s", (int)(n - b), dir + b);
 }
 
-int serve_engine_open(serve_engine *e, const char *dir, const char *name, int threads) {
+int serve_engine_open(serve_engine *e, const char *dir, const char *name, int threads,
+                      int cache_type) {
     memset(e, 0, sizeof *e);
-    k3_load_opts lo = {.threads = threads, .tp_size = 1, .pp_size = 1};
+    k3_load_opts lo = {.threads = threads, .tp_size = 1, .pp_size = 1, .cache_type = cache_type};
     e->model = k3_model_load(dir, &lo);
     if (!e->model) return -1;
     e->threads = threads;

@@ -30,8 +30,10 @@ typedef struct serve_engine {
 } serve_engine;
 
 /* Load dir. name NULL: the directory's base name. threads 0: OpenMP default.
+ * cache_type: the MLA caches' element (k3.h: K3_CACHE_F32 or K3_CACHE_BF16).
  * Returns 0 or -1 + k3_errmsg. */
-int serve_engine_open(serve_engine *e, const char *dir, const char *name, int threads);
+int serve_engine_open(serve_engine *e, const char *dir, const char *name, int threads,
+                      int cache_type);
 void serve_engine_close(serve_engine *e);
 
 int serve_engine_is_stop(const serve_engine *e, int32_t id);

@@ -1,6 +1,6 @@
 /* server.h — `k3 serve`: the OpenAI-compatible HTTP server.
  *
- *   serve_engine e; serve_engine_open(&e, dir, NULL, 0);
+ *   serve_engine e; serve_engine_open(&e, dir, NULL, 0, K3_CACHE_F32);
  *   serve_opts o; serve_opts_default(&o); o.port = 8000;
  *   serve_run(&e, &o);   // until SIGINT/SIGTERM
  *

@@ -4,7 +4,8 @@
 # (src/dist/replay.h). generate on the built-in tiny model must produce the
 # same token ids with -np 2 tensor parallel, with K3_PIPELINE=1 and with
 # K3_PIPELINE_STAGES=2 -np 4 (TP2 x PP2) as in one
-# process; bench must run and report; serve must answer a greedy completion
+# process (and with --cache-type bf16, which the followers get with the load,
+# the ids of a one-process bf16 run); bench must run and report; serve must answer a greedy completion
 # with the same text as a single-process server, and all ranks end on SIGTERM.
 cd "$(dirname "$0")/../.."
 . tests/sh/dist_env.sh.inc
@@ -37,6 +38,19 @@ for variant in tp2 pp2 tp2xpp2; do
         tail -5 "$TMP/g2.err" | sed 's/^/  /'
     fi
 done
+
+"$K3" generate -p "Hello there" -m 10 --verbose --cache-type bf16 >/dev/null 2>"$TMP/b1.err"
+ids "$TMP/b1.err" >"$TMP/bids1"
+dist_mpirun 2 "$K3" generate -p "Hello there" -m 10 --verbose --cache-type bf16 >/dev/null 2>"$TMP/b2.err"
+rc=$?
+ids "$TMP/b2.err" >"$TMP/bids2"
+if [ "$rc" -eq 0 ] && [ -s "$TMP/bids1" ] && cmp -s "$TMP/bids1" "$TMP/bids2"; then
+    echo "PASS dist_generate_tp2_bf16_cache_same_tokens"
+else
+    echo "FAIL dist_generate_tp2_bf16_cache_same_tokens (exit $rc)"
+    diff "$TMP/bids1" "$TMP/bids2" | head -5 | sed 's/^/  /'
+    tail -5 "$TMP/b2.err" | sed 's/^/  /'
+fi
 
 dist_mpirun 2 "$K3" bench --model tests/fixtures/tp4-bf16 -p 8 -n 4 --runs 1 >"$TMP/bench" 2>&1
 rc=$?

@@ -3,7 +3,9 @@
 # 4-head fixtures (tests/fixtures/tp4-*) must give the full logits of the
 # single-process run within rtol 1e-5 / atol 1e-6 (the blocked order of
 # model/rowpar.h makes them identical in practice) for prefill, decode and
-# chunked modes, and agree with the oracle's logits; every rank logs its slice;
+# chunked modes, and agree with the oracle's logits; with a bf16 latent cache
+# (--cache-type bf16) TP2 and PP2 give the single-process bf16 logits in
+# decode and chunked modes; every rank logs its slice;
 # a rank count that does not divide the heads, or that would split an MXFP4
 # group, is refused on every rank with a message.
 cd "$(dirname "$0")/../.."
@@ -41,6 +43,20 @@ for fx in $DIST_FIXTURES; do
             check "dist_tp${np}_${fx}_${m}_vs_tp1" "$CMP" "$out" "$TMP/tp1-$m.f32" 1e-5 1e-6 "TP$np vs TP1"
             check "dist_tp${np}_${fx}_${m}_vs_oracle" "$CMP" "$out" "$TMP/expected-$fx.f32" 1e-4 1e-4 "TP$np vs oracle"
         done
+    done
+done
+
+# a bf16 latent cache: each rank keeps its own, split or staged the same way
+F=tests/fixtures/tp4-bf16
+T=$(cat $F/expected/tokens.txt)
+for mode in decode chunked:5; do
+    m=${mode/:/}
+    "$K3" logits --model "$F" --tokens "$T" --out "$TMP/bf1-$m.f32" --mode "$mode" --cache-type bf16
+    for how in tp pp; do
+        rm -f "$TMP/bf2.f32"
+        dist_mpirun 2 "$K3" logits --model "$F" --tokens "$T" --out "$TMP/bf2.f32" --mode "$mode" \
+            --cache-type bf16 $([ $how = pp ] && echo --pipeline) >"$TMP/log" 2>&1 || tail -5 "$TMP/log"
+        check "dist_${how}2_bf16_cache_${m}_vs_1" "$CMP" "$TMP/bf2.f32" "$TMP/bf1-$m.f32" 1e-5 1e-6 "${how^^}2 vs 1 rank, bf16 cache"
     done
 done
 

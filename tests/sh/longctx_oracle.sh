@@ -4,7 +4,10 @@
 # prefill (512-token chunks), one-token decode and odd-chunk modes, on a small
 # synthesized config (one KDA and one MLA layer, four heads) so that the
 # oracle takes seconds. Long contexts exercise the tiled MLA attention's
-# splits (several per row) and blocks. Needs python3-numpy (else SKIP).
+# splits (several per row) and blocks. The same three modes with
+# `--cache-type bf16` match within BF16_TOL (docs/performance.md: measured
+# 9.5e-4 here, the tolerance 3x that) and differ from the f32 cache's logits
+# (the option takes effect). Needs python3-numpy (else SKIP).
 set -u
 cd "$(dirname "$0")/../.."
 K3=${K3:-build/k3}
@@ -12,6 +15,7 @@ ORACLE=${K3_ORACLE:-$(cd .. && pwd)/shared/oracle/k3_ref.py}
 T=$(mktemp -d /tmp/k3-longctx-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 N=3000
+BF16_TOL=3e-3
 
 . tests/sh/lib/check.bash
 
@@ -48,4 +52,10 @@ for mode in prefill decode chunked:700; do
     name=${mode%%:*}
     check "longctx_${name}_logits_run" "$K3" logits --model "$T/m" --tokens "$TOKENS" --mode "$mode" --out "$T/$name"
     check "longctx_${name}_matches_oracle" compare "$T/$name" "$T/ref" 1e-4
+    check "longctx_${name}_bf16_logits_run" "$K3" logits --model "$T/m" --tokens "$TOKENS" --mode "$mode" --out "$T/$name.bf16" --cache-type bf16
+    check "longctx_${name}_bf16_matches_oracle" compare "$T/$name.bf16" "$T/ref" "$BF16_TOL"
 done
+check longctx_bf16_differs_from_f32 /usr/bin/python3 -c "
+import sys, numpy as np
+a, b = (np.fromfile(f, dtype=np.float32) for f in sys.argv[1:])
+assert np.abs(a - b).max() > 1e-5, 'bf16 cache gave the f32 logits'" "$T/prefill.bf16" "$T/prefill"
