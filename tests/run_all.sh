@@ -23,6 +23,13 @@ fail=0
 failed_names=()
 LOG_DIR=$BUILD/test-logs
 mkdir -p "$LOG_DIR"
+# What the sanitizer phase may take from the normal phase of the same run
+# (tests/sh/lib/check.bash: the float64 oracle's logits); removed at the end.
+if [ -z "${K3_TEST_CACHE:-}" ]; then
+    K3_TEST_CACHE=$(mktemp -d /tmp/k3-test-cache-XXXXXX)
+    trap 'rm -rf "$K3_TEST_CACHE"' EXIT
+fi
+export K3_TEST_CACHE
 
 # CPU time (user + sys) of the waited-for children so far, in tenths of a
 # second, into $cpu_now: the per-test figure stays meaningful on a loaded
