@@ -42,6 +42,8 @@ FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/%)
 
 .PHONY: all test test-quick fuzz fuzz-long clean format
 all: $(BUILD)/k3 $(TEST_BIN)
+TEST_HELPERS := $(BUILD)/obj/tests/helpers.o
+$(TEST_BIN): $(TEST_HELPERS)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -61,10 +63,11 @@ $(BUILD)/libk3.a: $(LIB_OBJ)
 $(BUILD)/k3: $(CLI_OBJ) $(BUILD)/libk3.a
 	$(CC) $(ALL_CFLAGS) $(CLI_OBJ) $(BUILD)/libk3.a $(LDLIBS) -o $@
 
-# Each test program is its own file plus the shared helpers (tests/helpers.h).
-$(BUILD)/tests/%: tests/%.c tests/helpers.c $(BUILD)/libk3.a tests/t.h tests/helpers.h
+# Each test program is its own file plus the shared helpers (tests/helpers.h),
+# compiled once; its .d file (one source per command) names the headers it uses.
+$(BUILD)/tests/%: tests/%.c $(TEST_HELPERS) $(BUILD)/libk3.a tests/t.h tests/helpers.h
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $< tests/helpers.c $(BUILD)/libk3.a $(LDLIBS) -o $@
+	$(CC) $(ALL_CFLAGS) $< $(TEST_HELPERS) $(BUILD)/libk3.a $(LDLIBS) -o $@
 
 # libFuzzer targets: clang, instrumented library sources compiled in.
 # Without -fopenmp: the pragmas are ignored (fuzzing runs single-threaded) and
@@ -98,4 +101,4 @@ clean:
 format:
 	clang-format -i $$(find include src tests bench fuzz -name '*.[ch]')
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/tests -name '*.d' 2>/dev/null)

@@ -5,6 +5,7 @@
  * jansson parses, with the shape the schema asks for. */
 #include <jansson.h>
 
+#include "gram_walk.h"
 #include "t.h"
 #include "text/grammar.h"
 #include "text/jsonschema.h"
@@ -131,45 +132,6 @@ TEST(grammar_refuses_schemas) {
 }
 
 static uint64_t rng = 88172645463325252ull;
-static uint64_t next(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-
-/* A random walk: at each step a uniformly random accepted symbol (of the
- * bytes and EOM) whose remainder fits the budget. Returns the text (without
- * the EOM) or NULL if the walk got stuck. */
-static char *random_walk(const k3_gnode *root, int budget) {
-    k3_gstate st, tmp;
-    k3_gstate_init(&st, root);
-    char *out = calloc((size_t)budget + 1, 1);
-    int n = 0;
-    for (int left = budget; left > 0 && !k3_gstate_done(&st); left--) {
-        int ok[257], k = 0, best = -1, best_rem = 1 << 30;
-        for (int s = 0; s < 257; s++) {
-            int sym = s < 256 ? s : K3_SYM_EOM;
-            if (s == 0) continue;
-            k3_gstate_copy(&tmp, &st);
-            if (!k3_gstate_step(&tmp, sym)) continue;
-            int r = k3_gstate_rem(&tmp);
-            if (r <= left - 1) ok[k++] = sym;
-            if (r < best_rem) best_rem = r, best = sym;
-        }
-        int sym = k ? ok[next() % (uint64_t)k] : best;
-        if (sym < 0 || !k3_gstate_step(&st, sym)) {
-            free(out);
-            return NULL;
-        }
-        if (sym < 256) out[n++] = (char)sym;
-    }
-    if (!k3_gstate_done(&st)) {
-        free(out);
-        return NULL;
-    }
-    return out;
-}
 
 TEST(grammar_random_walks_close_in_budget) {
     static const char *const schemas[] = {
@@ -193,7 +155,7 @@ TEST(grammar_random_walks_close_in_budget) {
                     k3_gram_free(g);
                     continue;
                 }
-                char *text = random_walk(wrap(g, n), budget);
+                char *text = gram_walk(wrap(g, n), budget, &rng);
                 walks++;
                 json_error_t je;
                 json_t *doc = text ? json_loads(text, JSON_DECODE_ANY, &je) : NULL;

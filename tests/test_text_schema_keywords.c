@@ -10,6 +10,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include "gram_walk.h"
 #include "t.h"
 #include "text/grammar.h"
 #include "text/jsonschema.h"
@@ -65,35 +66,6 @@ static int refused(const char *schema) {
 }
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
-static uint64_t next(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-
-/* A random walk closed within budget (random accepted symbols whose
- * remainder fits, EOM included). NULL if stuck. */
-static char *walk(const k3_gnode *root, int budget) {
-    k3_gstate st, tmp;
-    k3_gstate_init(&st, root);
-    char *out = calloc((size_t)budget + 1, 1);
-    int n = 0;
-    for (int left = budget; left > 0 && !k3_gstate_done(&st); left--) {
-        int ok[257], k = 0;
-        for (int s = 1; s < 257; s++) {
-            int sym = s < 256 ? s : K3_SYM_EOM;
-            k3_gstate_copy(&tmp, &st);
-            if (k3_gstate_step(&tmp, sym) && k3_gstate_rem(&tmp) <= left - 1) ok[k++] = sym;
-        }
-        if (!k) break;
-        int sym = ok[next() % (uint64_t)k];
-        k3_gstate_step(&st, sym);
-        if (sym < 256) out[n++] = (char)sym;
-    }
-    if (!k3_gstate_done(&st)) return free(out), NULL;
-    return out;
-}
 
 /* Random walks under schema; check(doc) must hold for each. */
 static int walks_ok(const char *schema, int (*check)(const json_t *), int budget) {
@@ -103,7 +75,7 @@ static int walks_ok(const char *schema, int (*check)(const json_t *), int budget
     int bad = 0;
     if (!n) printf("  refused %s: %s\n", schema, err), bad = 1;
     for (int rep = 0; n && rep < 200; rep++) {
-        char *t = walk(wrap(g, n), budget);
+        char *t = gram_walk(wrap(g, n), budget, &rng);
         json_t *d = t ? json_loads(t, JSON_DECODE_ANY, NULL) : NULL;
         if (!d || !check(d)) {
             if (bad++ < 3) printf("  %s: bad walk %s\n", schema, t ? t : "(stuck)");
@@ -181,7 +153,7 @@ static int pattern_walks_ok(const char *format, const char *rx) {
     int bad = !n || !re;
     if (!n) printf("  refused %s: %s\n", text, err);
     for (int rep = 0; n && rep < 100; rep++) {
-        char *t = walk(wrap(g, n), 300);
+        char *t = gram_walk(wrap(g, n), 300, &rng);
         json_t *d = t ? json_loads(t, JSON_DECODE_ANY, NULL) : NULL;
         const char *v = json_string_value(d);
         if (!v || pcre2_match(re, (PCRE2_SPTR)v, strlen(v), 0, 0, md, NULL) < 0) {

@@ -212,7 +212,8 @@ static int forward_ws(const k3_model *m, const fwd_seqs *fs, const int32_t *toke
         rc = run_layer(m, fs, i, &b, n, R, &nR, path, ws);
         if (m->drop_pages) drop_weight_pages(m);
     }
-    int last = m->layer1 == c->num_hidden_layers;
+    int last = k3_model_makes_logits(m); /* stage 0, not "holds the last layer": a surplus
+                                            stage with no layers may hold it too */
     if (!rc && !last) rc = k3_pp_send(m, n, b.x, R, nR); /* earlier stage: hand on, no logits */
     if (!rc && last) forward_head(m, &b, R, nR, n, logits, all, rows, out, nrows, ws);
     if (m->drop_pages) drop_weight_pages(m);

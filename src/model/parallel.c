@@ -22,9 +22,8 @@ int k3_par_init(k3_model *m, const k3_load_opts *o) {
     if (tr < 0 || tr >= ts) return k3_seterr("tensor-parallel rank %d outside [0, %d)", tr, ts);
     if (pr < 0 || pr >= ps) return k3_seterr("pipeline rank %d outside [0, %d)", pr, ps);
     if (ts > 1 && k3_tp_check_config(c, ts)) return -1;
-    if (ps > c->num_hidden_layers)
-        return k3_seterr("pipeline parallel over %d ranks: the model has only %d layers", ps,
-                         c->num_hidden_layers);
+    /* more stages than layers is allowed (spec 5.2): the surplus stages hold no
+     * layers and hand the stream on unchanged */
     m->tp_rank = tr, m->tp_size = ts, m->pp_rank = pr, m->pp_size = ps;
     m->layer0 = 0, m->layer1 = c->num_hidden_layers;
     if (ps > 1) k3_pp_range(c->num_hidden_layers, ps, pr, &m->layer0, &m->layer1);
@@ -99,12 +98,18 @@ int k3_model_makes_logits(const k3_model *m) {
 void k3_model_describe_slice(const k3_model *m, char *buf, size_t len) {
     const k3_config *c = &m->ck.cfg;
     size_t o = 0;
+    char layers[64];
+    if (m->layer0 < m->layer1)
+        snprintf(layers, sizeof layers, "layers %d..%d of %d", m->layer0, m->layer1 - 1,
+                 c->num_hidden_layers);
+    else
+        snprintf(layers, sizeof layers, "no layers (%d stages, %d layers)", m->pp_size,
+                 c->num_hidden_layers);
     if (m->pp_size > 1)
-        o = (size_t)snprintf(
-            buf, len, "pipeline stage %d of %d: layers %d..%d of %d%s%s%s", m->pp_rank, m->pp_size,
-            m->layer0, m->layer1 - 1, c->num_hidden_layers, m->layer0 == 0 ? ", embedding" : "",
-            m->layer1 == c->num_hidden_layers ? ", output mix + final norm + lm_head" : "",
-            m->tp_size > 1 ? "; " : "");
+        o = (size_t)snprintf(buf, len, "pipeline stage %d of %d: %s%s%s%s", m->pp_rank, m->pp_size,
+                             layers, m->layer0 == 0 ? ", embedding" : "",
+                             m->pp_rank == 0 ? ", output mix + final norm + lm_head" : "",
+                             m->tp_size > 1 ? "; " : "");
     if (o >= len) return;
     if (m->tp_size > 1)
         k3_tp_describe(c, m->tp_rank, m->tp_size, buf + o, len - o);

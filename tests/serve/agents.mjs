@@ -9,24 +9,15 @@
 //   @langchain/openai ChatOpenAI with useResponsesApi: invoke, tools
 // Output is forced with k3_test_force_text: it still goes through the real
 // decode → channel parse → tool-call parse → chat stream → API re-shaping path.
-import { createRequire } from "module";
-const require = createRequire(new URL("../npm/package.json", import.meta.url));
-const OpenAI = require("openai").default;
-const Anthropic = require("@anthropic-ai/sdk").default;
-const { generateText, streamText, tool, stepCountIs } = require("ai");
-const { createOpenAI } = require("@ai-sdk/openai");
-const { ChatOpenAI } = require("@langchain/openai");
-const { z } = require("zod");
+import { check, finish, npm, run } from "./harness.mjs";
+const OpenAI = npm("openai").default;
+const Anthropic = npm("@anthropic-ai/sdk").default;
+const { generateText, streamText, tool, stepCountIs } = npm("ai");
+const { createOpenAI } = npm("@ai-sdk/openai");
+const { ChatOpenAI } = npm("@langchain/openai");
+const { z } = npm("zod");
 
 const URL_ = process.argv[2];
-let failed = 0;
-function check(name, ok, detail) {
-  console.log(`${ok ? "PASS" : "FAIL"} ${name}`);
-  if (!ok) { failed++; if (detail !== undefined) console.log("  " + JSON.stringify(detail).slice(0, 900)); }
-}
-async function run(name, fn) {
-  try { await fn(); } catch (e) { check(name, false, String(e && e.stack || e)); }
-}
 const O = "<|open|>", C = "<|close|>", S = "<|sep|>", EOM = "<|end_of_msg|>";
 const END = `${C}response${S}${C}message${S}${EOM}`;
 const say = (reason, text) => `${reason}${C}think${S}${O}response${S}${text}${END}`;
@@ -229,4 +220,4 @@ await run("langchain_responses", async () => {
   const r2 = await withTools.invoke("Weather in Lima?");
   check("langchain_responses_tools", r2.tool_calls && r2.tool_calls[0].name === "get_weather" && r2.tool_calls[0].args.city === "Lima", r2.tool_calls);
 });
-process.exit(failed ? 1 : 0);
+finish();

@@ -5,22 +5,10 @@
 // auto-pagination), another key's id answering NotFound exactly like an
 // unknown id, and reasoning_effort with the same values on chat completions and
 // Responses (none ... max; anything else a 400 naming the field).
-import { createRequire } from "module";
-const require = createRequire(new URL("../npm/package.json", import.meta.url));
-const OpenAI = require("openai").default;
+import { check, error, finish, npm, run } from "./harness.mjs";
+const OpenAI = npm("openai").default;
 
 const URL_ = process.argv[2];
-let failed = 0;
-function check(name, ok, detail) {
-  console.log(`${ok ? "PASS" : "FAIL"} ${name}`);
-  if (!ok) { failed++; if (detail !== undefined) console.log("  " + JSON.stringify(detail).slice(0, 900)); }
-}
-async function run(name, fn) {
-  try { await fn(); } catch (e) { check(name, false, String(e && e.stack || e)); }
-}
-async function error(p) {
-  try { await p; return null; } catch (e) { return e; }
-}
 
 const a = new OpenAI({ baseURL: `${URL_}/v1`, apiKey: "key-a", maxRetries: 0 });
 const b = new OpenAI({ baseURL: `${URL_}/v1`, apiKey: "key-b", maxRetries: 0 });
@@ -95,4 +83,4 @@ await run("openai_reasoning_effort", async () => {
         er && er.status === 400 && er.param === "reasoning.effort", [ec && ec.message, er && er.message]);
 });
 
-process.exit(failed ? 1 : 0);
+finish();

@@ -3,9 +3,10 @@
 # 4-head fixtures (tests/fixtures/tp4-*) must give the full logits of the
 # single-process run within rtol 1e-5 / atol 1e-6 (the blocked order of
 # model/rowpar.h makes them identical in practice) for prefill, decode and
-# chunked modes, and agree with the oracle's logits; with a bf16 latent cache
-# (--cache-type bf16) TP2 and PP2 give the single-process bf16 logits in
-# decode and chunked modes; every rank logs its slice;
+# chunked modes, and agree with the oracle's logits (the sanitizer phase runs
+# each mode once, with 4 or 2 ranks); with a bf16 latent cache (--cache-type
+# bf16) TP2 and PP2 give the single-process bf16 logits in decode and chunked
+# modes; every rank logs its slice;
 # a rank count that does not divide the heads, or that would split an MXFP4
 # group, is refused on every rank with a message.
 cd "$(dirname "$0")/../.."
@@ -28,28 +29,42 @@ check() { # name, command... : PASS/FAIL on the command's status, its output as 
     fi
 }
 
+# Every run counts its traffic (K3_DIST_STATS) and keeps its log, so the slice
+# and traffic checks below read the runs of the comparison loop instead of
+# starting the same ranks again.
+runs() { # the (mode, ranks) pairs a fixture is run with
+    if [ "${K3_SAN:-0}" = 1 ]; then # the sanitizer phase: each mode and rank count once
+        echo prefill:4 decode:4 chunked:5:2
+    else
+        local mode
+        for mode in prefill decode chunked:5; do echo "$mode:2 $mode:4"; done
+    fi
+}
 for fx in $DIST_FIXTURES; do
     F=tests/fixtures/$fx
     dist_tokens "$F" "$TMP/expected-$fx.f32"
     T=$DIST_T
-    for mode in prefill decode chunked:5; do
+    for run in $(runs); do
+        np=${run##*:} mode=${run%:*}
         m=${mode/:/}
-        "$K3" logits --model "$F" --tokens "$T" --out "$TMP/tp1-$m.f32" --mode "$mode" 2>"$TMP/err" ||
+        [ -f "$TMP/tp1-$fx-$m.f32" ] ||
+            "$K3" logits --model "$F" --tokens "$T" --out "$TMP/tp1-$fx-$m.f32" --mode "$mode" 2>"$TMP/err" ||
             cat "$TMP/err"
-        for np in 2 4; do
-            out="$TMP/tp$np-$m.f32"
-            dist_mpirun "$np" "$K3" logits --model "$F" --tokens "$T" --out "$out" --mode "$mode" \
-                >"$TMP/log" 2>&1 || { tail -5 "$TMP/log"; rm -f "$out"; }
-            check "dist_tp${np}_${fx}_${m}_vs_tp1" "$CMP" "$out" "$TMP/tp1-$m.f32" 1e-5 1e-6 "TP$np vs TP1"
-            check "dist_tp${np}_${fx}_${m}_vs_oracle" "$CMP" "$out" "$TMP/expected-$fx.f32" 1e-4 1e-4 "TP$np vs oracle"
-        done
+        out="$TMP/tp$np-$m.f32"
+        log="$TMP/log-$fx-$m-$np"
+        K3_DIST_STATS=1 dist_mpirun "$np" "$K3" logits --model "$F" --tokens "$T" --out "$out" --mode "$mode" \
+            >"$log" 2>&1 || { tail -5 "$log"; rm -f "$out"; }
+        check "dist_tp${np}_${fx}_${m}_vs_tp1" "$CMP" "$out" "$TMP/tp1-$fx-$m.f32" 1e-5 1e-6 "TP$np vs TP1"
+        check "dist_tp${np}_${fx}_${m}_vs_oracle" "$CMP" "$out" "$TMP/expected-$fx.f32" 1e-4 1e-4 "TP$np vs oracle"
     done
 done
 
 # a bf16 latent cache: each rank keeps its own, split or staged the same way
 F=tests/fixtures/tp4-bf16
 T=$(cat $F/expected/tokens.txt)
-for mode in decode chunked:5; do
+bf16_modes="decode chunked:5"
+[ "${K3_SAN:-0}" = 1 ] && bf16_modes=decode # the sanitizer phase: one mode
+for mode in $bf16_modes; do
     m=${mode/:/}
     "$K3" logits --model "$F" --tokens "$T" --out "$TMP/bf1-$m.f32" --mode "$mode" --cache-type bf16
     for how in tp pp; do
@@ -61,14 +76,13 @@ for mode in decode chunked:5; do
 done
 
 # every rank says which slice it holds
-T=$(cat tests/fixtures/tp4-bf16/expected/tokens.txt)
-dist_mpirun 4 "$K3" logits --model tests/fixtures/tp4-bf16 --tokens "$T" --out "$TMP/x.f32" >"$TMP/log" 2>&1
-n=$(grep -c 'tensor-parallel slice [0-3] of 4: KDA heads' "$TMP/log")
-if [ "$n" -eq 4 ] && grep -q '\[rank 3/4\] tensor-parallel slice 3 of 4: KDA heads 3..3 of 4' "$TMP/log"; then
+log=$TMP/log-tp4-bf16-prefill-4
+n=$(grep -c 'tensor-parallel slice [0-3] of 4: KDA heads' "$log")
+if [ "$n" -eq 4 ] && grep -q '\[rank 3/4\] tensor-parallel slice 3 of 4: KDA heads 3..3 of 4' "$log"; then
     echo "PASS dist_tp_ranks_log_their_slice"
 else
     echo "FAIL dist_tp_ranks_log_their_slice ($n of 4 lines)"
-    sed 's/^/  /' "$TMP/log"
+    sed 's/^/  /' "$log"
 fi
 
 refused() { # name, np, model dir, expected message part
@@ -90,13 +104,14 @@ refused dist_tp2_refused_mxfp4_group 2 "$K3_FIXTURES/ext-mxfp4" "would split a q
 # all-reduce of D floats after each attention block and one after each FFN
 # (D for the dense layer 0, latent + D for a MoE layer: one call for both).
 # tp4-bf16: 7 layers, D = 64, latent 32 -> 14 calls and
-# 7*256 + 256 + 6*384 = 4352 bytes per token; 16 decoded tokens.
-K3_DIST_STATS=1 dist_mpirun 4 "$K3" logits --model tests/fixtures/tp4-bf16 --tokens "$T" --out "$TMP/x.f32" \
-    --mode decode >"$TMP/log" 2>&1
-n=$(grep -c 'comm: 224 all-reduce calls, 69632 all-reduce bytes' "$TMP/log")
+# 7*256 + 256 + 6*384 = 4352 bytes per token (the decode run above).
+log=$TMP/log-tp4-bf16-decode-4
+dist_tokens tests/fixtures/tp4-bf16 "$TMP/unused.f32"
+nt=$(tr ',' '\n' <<<"$DIST_T" | grep -c .)
+n=$(grep -c "comm: $((14 * nt)) all-reduce calls, $((4352 * nt)) all-reduce bytes" "$log")
 if [ "$n" -eq 4 ]; then
-    echo "PASS dist_tp_bytes_per_token (4352 B per decoded token = 621.7 B per layer, 14 all-reduces)"
+    echo "PASS dist_tp_bytes_per_token (4352 B per decoded token = 621.7 B per layer, 14 all-reduces; $nt tokens)"
 else
-    echo "FAIL dist_tp_bytes_per_token ($n of 4 ranks counted the expected traffic)"
-    grep comm "$TMP/log" | sed 's/^/  /'
+    echo "FAIL dist_tp_bytes_per_token ($n of 4 ranks counted 14 x $nt calls, 4352 x $nt bytes)"
+    grep comm "$log" | sed 's/^/  /'
 fi

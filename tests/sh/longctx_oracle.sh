@@ -47,7 +47,7 @@ cat >"$T/cfg.json" <<'JSON'
 JSON
 TOKENS=$(/usr/bin/python3 -c "import random; r = random.Random(40); print(','.join(str(r.randrange(500)) for _ in range($N)))")
 check longctx_synth "$K3" synth --out "$T/m" --config "$T/cfg.json" --seed 3
-check longctx_oracle_run /usr/bin/python3 "$ORACLE" "$T/m" --tokens "$TOKENS" --out "$T/ref"
+check longctx_oracle_run oracle_logits "$T/m" "$TOKENS" "$T/ref"
 for mode in prefill decode chunked:700; do
     name=${mode%%:*}
     check "longctx_${name}_logits_run" "$K3" logits --model "$T/m" --tokens "$TOKENS" --mode "$mode" --out "$T/$name"

@@ -11,7 +11,9 @@
 # attention see at real size is small, to keep this in the default suite:
 # KDA head_dim 16, 4 experts top-2 of width 64, vocabulary 512 (about 356M
 # values, 0.7 GB; the oracle needs ~3.5 GB for a moment). The whole real
-# slice is `make test-realdims` (tests/realdims.sh).
+# slice is `make test-realdims` (tests/realdims.sh). In a run of the suite the
+# sanitizer phase takes the normal phase's checkpoint and oracle logits
+# (tests/sh/lib/check.bash) and runs the sanitized forward pass on them.
 set -u
 cd "$(dirname "$0")/../.."
 K3=${K3:-build/k3}
@@ -48,12 +50,12 @@ cat >"$T/cfg.json" <<'EOF'
  "first_k_dense_replace": 1}
 EOF
 M="$T/m"
-check realwidth_synth "$K3" synth --config "$T/cfg.json" --experts mxfp4 --seed 3 --out "$M"
+check realwidth_synth synth_checkpoint "$M" --config "$T/cfg.json" --experts mxfp4 --seed 3
 for mode in prefill decode chunked:4; do
     check "realwidth_logits_${mode%%:*}" "$K3" logits --model "$M" --tokens "$TOKENS" --mode "$mode" --out "$T/k3.${mode%%:*}"
 done
 if [ -f "$ORACLE" ] && /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
-    check realwidth_oracle_run /usr/bin/python3 "$ORACLE" "$M" --tokens "$TOKENS" --out "$T/ref"
+    check realwidth_oracle_run oracle_logits "$M" "$TOKENS" "$T/ref"
     for mode in prefill decode chunked; do
         check "realwidth_${mode}_matches_oracle" compare "$T/k3.$mode" "$T/ref"
     done

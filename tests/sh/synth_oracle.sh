@@ -39,7 +39,7 @@ variant() { # name, synth options...
     local want=$((12 * $(sed -n 's/^ *"vocab_size": \([0-9]*\).*/\1/p' "$dir/config.json" | head -1) * 4))
     check "synth_${name}_logits_size" test "$(stat -c %s "$dir.k3" 2>/dev/null)" = "$want"
     if [ "$have_numpy" = 1 ]; then
-        check "synth_${name}_oracle_run" /usr/bin/python3 "$ORACLE" "$dir" --tokens "$TOKENS" --out "$dir.ref"
+        check "synth_${name}_oracle_run" oracle_logits "$dir" "$TOKENS" "$dir.ref"
         check "synth_${name}_matches_oracle" compare "$dir.k3" "$dir.ref"
     else
         echo "SKIP synth_${name}_matches_oracle (python3-numpy or $ORACLE missing)"
