@@ -1,4 +1,5 @@
-/* openai.h — OpenAI response shapes: SSE chunks and whole responses.
+/* openai.h — OpenAI response shapes: SSE chunks and whole responses (used by
+ * the chat renderer, render_chat.c).
  *
  * One serve_resp per request accumulates what the generation produced
  * (content, reasoning, tool calls) and turns each increment into the JSON
@@ -17,13 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "serve/events.h"
 #include "serve/request.h"
-
-typedef struct {
-    int prompt_tokens;
-    int completion_tokens;
-    int cached_tokens; /* prompt tokens served from the prompt cache */
-} serve_usage;
 
 typedef struct {
     serve_kind kind;

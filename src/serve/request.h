@@ -105,6 +105,11 @@ typedef struct {
  * -1 and fills *err (status 400/404/413...). */
 int serve_req_parse(const char *body, size_t len, serve_kind kind, const serve_limits *lim,
                     serve_req *req, serve_err *err);
+/* The same for a request already read as JSON (the Anthropic and Responses
+ * routes build the chat request as a tree): takes root, kept in req->root
+ * (freed with it, also on error). */
+int serve_req_from_json(json_t *root, serve_kind kind, const serve_limits *lim, serve_req *req,
+                        serve_err *err);
 void serve_req_free(serve_req *req);
 
 /* request_openai.c: logit_bias, presence / frequency penalties, and the
@@ -118,6 +123,8 @@ int serve_err_set(serve_err *err, int status, const char *type, const char *para
 /* The error as a JSON document (malloc'd string; a fixed server_error body
  * if it cannot be built; NULL only if even that allocation fails). */
 char *serve_err_json(const serve_err *err);
+/* The same error in Anthropic's shape: {"type":"error","error":{type, message}}. */
+char *serve_anthropic_err_json(const serve_err *e);
 /* That fixed body (malloc'd; NULL only when out of memory). */
 char *serve_err_fallback_json(void);
 
