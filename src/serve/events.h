@@ -85,6 +85,20 @@ typedef struct {
  * for a request of kind `kind`; stream / include_usage as the request says. */
 serve_render serve_render_chat(serve_kind kind, const char *model, int stream, int include_usage);
 
+/* A chat request with n > 1 choices runs one job per choice, each with a
+ * choice renderer: its chunks carry `index` and the response's id and time
+ * (the same for all choices); FINISH writes neither the usage chunk nor
+ * [DONE], and nothing at all when not streaming: the connection ends the
+ * stream with serve_render_chat_tail and builds the whole body with
+ * serve_render_chat_body once all are done. */
+serve_render serve_render_chat_choice(const char *model, int stream, int index, const char *id,
+                                      long long created);
+/* The usage chunk (when include_usage) and [DONE], malloc'd. */
+char *serve_render_chat_tail(const serve_render *first, int include_usage, const serve_usage *u);
+/* The body of n finished choices. */
+char *serve_render_chat_body(const serve_render *choices, const char *const *finish, int n,
+                             const serve_usage *u);
+
 static inline void serve_render_emit(const serve_render *r, const serve_ev *ev, k3_buf *out) {
     if (r->ops) r->ops->on(r->ctx, ev, out);
 }

@@ -126,8 +126,7 @@ static int parse_req(serve_conn *c, serve_kind kind, json_t *root, serve_req *q,
     return serve_req_parse(c->body.s ? c->body.s : "", c->body.n, kind, &c->srv->lim, q, e);
 }
 
-/* Request → job with prompt (and forced) ids. NULL + *e on a bad request. */
-static serve_job *make_job(serve_conn *c, serve_kind kind, json_t *root, serve_err *e) {
+serve_job *serve_make_job(serve_conn *c, serve_kind kind, json_t *root, serve_err *e) {
     serve_server *srv = c->srv;
     serve_req q;
     if (parse_req(c, kind, root, &q, e)) return NULL;
@@ -174,37 +173,35 @@ static void release_render(serve_render r) {
     if (r.ops) r.ops->release(r.ctx);
 }
 
-int serve_start_job(serve_conn *c, serve_kind kind, json_t *root, serve_render render,
-                    serve_err *e) {
-    if (__atomic_load_n(&c->srv->closing, __ATOMIC_SEQ_CST)) {
-        json_decref(root);
-        release_render(render);
-        return serve_err_set(e, 503, "server_error", NULL, "shutting_down",
-                             "The server is shutting down.");
-    }
-    serve_job *j = make_job(c, kind, root, e);
-    if (!j) {
-        release_render(render);
-        return -1;
-    }
+int serve_submit_job(serve_conn *c, serve_job *j, serve_render render, serve_err *e) {
     set_render(j, render, c->srv->eng->name);
     int rc = serve_sched_submit(c->srv->sched, j);
-    if (rc) {
-        serve_job_release(j);
-        if (rc == -2) /* the queue is full */
-            return serve_err_set(e, 429, "rate_limit_exceeded", NULL, "queue_full", "%s",
-                                 k3_errmsg());
-        return serve_err_set(e, 503, "server_error", NULL, "shutting_down",
-                             "The server is shutting down.");
-    }
-    c->job = j; /* the connection's reference, released when the request completes */
-    return 0;
+    if (!rc) return 0;
+    serve_job_release(j);
+    if (rc == -2) /* the queue is full */
+        return serve_err_set(e, 429, "rate_limit_exceeded", NULL, "queue_full", "%s", k3_errmsg());
+    return serve_err_set(e, 503, "server_error", NULL, "shutting_down",
+                         "The server is shutting down.");
 }
 
 enum MHD_Result serve_run_job(serve_conn *c, serve_kind kind, json_t *root, serve_render render) {
     serve_err e;
-    if (serve_start_job(c, kind, root, render, &e)) return serve_reply_err(c, &e);
-    return c->job->req.stream ? reply_stream(c) : reply_whole(c);
+    serve_job *j = NULL;
+    if (__atomic_load_n(&c->srv->closing, __ATOMIC_SEQ_CST)) {
+        json_decref(root);
+        serve_err_set(&e, 503, "server_error", NULL, "shutting_down",
+                      "The server is shutting down.");
+    } else {
+        j = serve_make_job(c, kind, root, &e);
+    }
+    if (!j) {
+        release_render(render);
+        return serve_reply_err(c, &e);
+    }
+    if (j->req.n > 1 && !render.ops) return serve_run_choices(c, j);
+    if (serve_submit_job(c, j, render, &e)) return serve_reply_err(c, &e);
+    c->job = j; /* the connection's reference, released when the request completes */
+    return j->req.stream ? reply_stream(c) : reply_whole(c);
 }
 
 enum MHD_Result serve_handle_generate(serve_conn *c, serve_kind kind) {

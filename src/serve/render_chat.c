@@ -13,6 +13,7 @@
 typedef struct {
     serve_resp resp;
     int stream, include_usage;
+    int choice;        /* one choice of n: the id is the response's, not the job's */
     k3_buf name, args; /* the tool call being received */
 } chat_ctx;
 
@@ -26,12 +27,18 @@ static void put(chat_ctx *x, char *chunk, k3_buf *out) {
 }
 
 static void on_start(chat_ctx *x, const serve_ev *ev, k3_buf *out) {
-    snprintf(x->resp.id, sizeof x->resp.id, "%s", ev->id);
-    x->resp.created = ev->created;
+    if (!x->choice) {
+        snprintf(x->resp.id, sizeof x->resp.id, "%s", ev->id);
+        x->resp.created = ev->created;
+    }
     if (x->stream && x->resp.kind == SERVE_CHAT) put(x, serve_resp_role_chunk(&x->resp), out);
 }
 
 static void on_finish(chat_ctx *x, const serve_ev *ev, k3_buf *out) {
+    if (x->choice) { /* one of n: the connection ends the response */
+        if (x->stream) k3_buf_puts_free(out, serve_resp_finish_chunk(&x->resp, ev->finish));
+        return;
+    }
     if (!x->stream) {
         k3_buf_puts_free(out, serve_resp_full(&x->resp, ev->finish, ev->usage));
         return;
@@ -52,7 +59,7 @@ static void on_error(chat_ctx *x, const serve_ev *ev, k3_buf *out) {
     k3_buf_put(out, "data: ", 6);
     k3_buf_puts_free(out, serve_err_json(ev->err));
     static const char tail[] = "\n\ndata: [DONE]\n\n";
-    k3_buf_put(out, tail, sizeof tail - 1);
+    k3_buf_put(out, tail, x->choice ? 2 : sizeof tail - 1);
 }
 
 static void chat_on(void *ctx, const serve_ev *ev, k3_buf *out) {
@@ -108,4 +115,30 @@ serve_render serve_render_chat(serve_kind kind, const char *model, int stream, i
     x->stream = stream;
     x->include_usage = include_usage;
     return (serve_render){&CHAT, x};
+}
+
+serve_render serve_render_chat_choice(const char *model, int stream, int index, const char *id,
+                                      long long created) {
+    serve_render r = serve_render_chat(SERVE_CHAT, model, stream, 0);
+    chat_ctx *x = r.ctx;
+    x->resp.index = index;
+    x->choice = 1;
+    snprintf(x->resp.id, sizeof x->resp.id, "%s", id);
+    x->resp.created = created;
+    return r;
+}
+
+char *serve_render_chat_tail(const serve_render *first, int include_usage, const serve_usage *u) {
+    chat_ctx *x = first->ctx;
+    k3_buf b = {0};
+    if (include_usage) k3_buf_puts_free(&b, serve_resp_usage_chunk(&x->resp, u));
+    k3_buf_puts(&b, "data: [DONE]\n\n");
+    return b.s;
+}
+
+char *serve_render_chat_body(const serve_render *choices, const char *const *finish, int n,
+                             const serve_usage *u) {
+    serve_resp *rs[SERVE_MAX_N];
+    for (int i = 0; i < n && i < SERVE_MAX_N; i++) rs[i] = &((chat_ctx *)choices[i].ctx)->resp;
+    return serve_resp_full_n(rs, finish, n < SERVE_MAX_N ? n : SERVE_MAX_N, u);
 }

@@ -464,6 +464,7 @@ int serve_model_known(const serve_limits *lim, const char *model) {
 static void set_defaults(serve_req *q, serve_kind kind) {
     memset(q, 0, sizeof *q);
     q->kind = kind;
+    q->n = 1;
     q->thinking = 1;
     q->temperature = 1.0;
     q->top_p = 1.0;

@@ -23,6 +23,7 @@
 typedef enum { SERVE_CHAT = 0, SERVE_COMPLETION = 1 } serve_kind;
 
 #define SERVE_MAX_STOP 4 /* OpenAI allows up to 4 stop sequences */
+#define SERVE_MAX_N 8    /* chat choices per request (n); each is a sequence of its own */
 
 /* An OpenAI-style error: status is the HTTP code, the rest goes into
  * {"error":{"message","type","param","code"}} (param/code may be empty). */
@@ -69,6 +70,7 @@ typedef struct {
     int top_k;                 /* default 0 = off */
     double min_p;              /* default 0 = off */
     double repetition_penalty; /* default 1.0 = off */
+    int n;                     /* choices (chat; 1 elsewhere) */
     int has_seed;
     uint64_t seed;
     double presence_penalty;   /* -2..2, default 0 */
