@@ -1,4 +1,5 @@
-/* http_choices.c — chat completions with n > 1 choices.
+/* http_choices.c — POST /v1/chat/completions and /v1/completions: one job,
+ * or for a chat request with n > 1 choices one job per choice.
  *
  * Each choice is a job of its own (its own sequence and sampler, the same
  * prompt; with a seed, choice i samples with seed + i), so the n decode in
@@ -191,7 +192,7 @@ static int submit_choices(serve_conn *c, group *g, serve_err *e) {
     return 0;
 }
 
-enum MHD_Result serve_run_choices(serve_conn *c, serve_job *first) {
+static enum MHD_Result run_choices(serve_conn *c, serve_job *first) {
     group *g = k3_xcalloc(1, sizeof *g);
     g->jobs[g->n++] = first;
     serve_err e;
@@ -212,4 +213,11 @@ enum MHD_Result serve_run_choices(serve_conn *c, serve_job *first) {
     g->keepalive_s = idle > 0 ? (idle / 3 > 0.3 ? idle / 3 : 0.3) : 0;
     g->t_sent = k3_now();
     return serve_reply_sse(c, group_read, g, group_read_free);
+}
+
+enum MHD_Result serve_handle_generate(serve_conn *c, serve_kind kind) {
+    serve_err e;
+    serve_job *j = serve_open_job(c, kind, NULL, &e);
+    if (!j) return serve_reply_err(c, &e);
+    return j->req.n > 1 ? run_choices(c, j) : serve_run_made(c, j, (serve_render){0});
 }

@@ -1,7 +1,7 @@
 /* http_gen.c — a generation request of any API, from its parsed request to
  * the bytes its renderer produces (POST /v1/chat/completions and
- * /v1/completions directly; /v1/messages and /v1/responses through
- * anthropic.c and responses.c).
+ * /v1/completions through http_choices.c; /v1/messages and /v1/responses
+ * through anthropic.c and responses.c).
  *
  * Validate the request, turn it into prompt ids, hand a job to the
  * scheduler, then either stream its events as they are produced or wait
@@ -184,26 +184,25 @@ int serve_submit_job(serve_conn *c, serve_job *j, serve_render render, serve_err
                          "The server is shutting down.");
 }
 
-enum MHD_Result serve_run_job(serve_conn *c, serve_kind kind, json_t *root, serve_render render) {
+serve_job *serve_open_job(serve_conn *c, serve_kind kind, json_t *root, serve_err *e) {
+    if (!__atomic_load_n(&c->srv->closing, __ATOMIC_SEQ_CST))
+        return serve_make_job(c, kind, root, e);
+    json_decref(root);
+    serve_err_set(e, 503, "server_error", NULL, "shutting_down", "The server is shutting down.");
+    return NULL;
+}
+
+enum MHD_Result serve_run_made(serve_conn *c, serve_job *j, serve_render render) {
     serve_err e;
-    serve_job *j = NULL;
-    if (__atomic_load_n(&c->srv->closing, __ATOMIC_SEQ_CST)) {
-        json_decref(root);
-        serve_err_set(&e, 503, "server_error", NULL, "shutting_down",
-                      "The server is shutting down.");
-    } else {
-        j = serve_make_job(c, kind, root, &e);
-    }
-    if (!j) {
-        release_render(render);
-        return serve_reply_err(c, &e);
-    }
-    if (j->req.n > 1 && !render.ops) return serve_run_choices(c, j);
     if (serve_submit_job(c, j, render, &e)) return serve_reply_err(c, &e);
     c->job = j; /* the connection's reference, released when the request completes */
     return j->req.stream ? reply_stream(c) : reply_whole(c);
 }
 
-enum MHD_Result serve_handle_generate(serve_conn *c, serve_kind kind) {
-    return serve_run_job(c, kind, NULL, (serve_render){0});
+enum MHD_Result serve_run_job(serve_conn *c, serve_kind kind, json_t *root, serve_render render) {
+    serve_err e;
+    serve_job *j = serve_open_job(c, kind, root, &e);
+    if (j) return serve_run_made(c, j, render);
+    release_render(render);
+    return serve_reply_err(c, &e);
 }

@@ -101,20 +101,23 @@ enum MHD_Result serve_handle_detokenize(serve_conn *c);
 
 /* http_gen.c: validate a `kind` request (root: the request as a JSON tree,
  * taken; NULL: parse c->body) and queue its job (c->job) with render as its
- * renderer (taken; {0}: the chat renderer, or serve_run_choices when the
- * request asks for n > 1 choices), then reply with the job's stream or whole
- * body, or the error (400, 429 queue full, 503 shutting down). */
+ * renderer (taken; {0}: the chat renderer), then reply with the job's stream
+ * or whole body, or the error (400, 429 queue full, 503 shutting down). */
 enum MHD_Result serve_run_job(serve_conn *c, serve_kind kind, json_t *root, serve_render render);
+/* Its two halves: the job, not queued (NULL + e, also when shutting down);
+ * queue j and reply. */
+serve_job *serve_open_job(serve_conn *c, serve_kind kind, json_t *root, serve_err *e);
+enum MHD_Result serve_run_made(serve_conn *c, serve_job *j, serve_render render);
 /* The job of a request, not queued: prompt (and forced) ids, grammar,
  * deadline, cache scope. NULL + *e on a bad request. */
 serve_job *serve_make_job(serve_conn *c, serve_kind kind, json_t *root, serve_err *e);
 /* Give j its renderer (render, or {0}: the chat one) and queue it; on
  * failure j is released: -1 + e (429 queue full, 503 shutting down). */
 int serve_submit_job(serve_conn *c, serve_job *j, serve_render render, serve_err *e);
-/* http_choices.c: a chat request with n > 1 choices, first its first job
- * (made, not queued; taken): one job per choice, their chunks merged into
- * one stream or their choices into one body. */
-enum MHD_Result serve_run_choices(serve_conn *c, serve_job *first);
+/* http_choices.c: POST /v1/chat/completions and /v1/completions, body
+ * complete: one job, or for n > 1 choices one job per choice, their chunks
+ * merged into one stream or their choices into one body. */
+enum MHD_Result serve_handle_generate(serve_conn *c, serve_kind kind);
 /* responses.c, anthropic.c */
 enum MHD_Result serve_handle_responses(serve_conn *c);
 enum MHD_Result serve_handle_messages(serve_conn *c);
@@ -123,8 +126,5 @@ enum MHD_Result serve_handle_count_tokens(serve_conn *c);
 enum MHD_Result serve_handle_response_get(serve_conn *c);
 /* The scope of c's stored state (guard.h: credential + cache_salt), malloc'd. */
 char *serve_conn_scope(serve_conn *c, const char *salt, size_t salt_len, size_t *len);
-
-/* POST /v1/chat/completions and /v1/completions, body complete. */
-enum MHD_Result serve_handle_generate(serve_conn *c, serve_kind kind);
 
 #endif
