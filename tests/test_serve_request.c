@@ -53,7 +53,7 @@ TEST(chat_all_fields) {
         "\"auto\","
         "\"temperature\":0.5,\"top_p\":0.9,\"top_k\":40,\"min_p\":0.05,\"repetition_penalty\":1.1,"
         "\"seed\":7,\"max_tokens\":1000,\"max_completion_tokens\":20,\"stop\":[\"x\",\"yy\"],"
-        "\"n\":1,\"stream\":true,\"stream_options\":{\"include_usage\":true},\"logprobs\":true,"
+        "\"n\":3,\"stream\":true,\"stream_options\":{\"include_usage\":true},\"logprobs\":true,"
         "\"top_logprobs\":3,\"response_format\":{\"type\":\"json_object\"},"
         "\"chat_template_kwargs\":{\"thinking\":false},\"unknown_field\":{\"x\":[1]},"
         "\"user\":null}";
@@ -68,6 +68,7 @@ TEST(chat_all_fields) {
     CHECK(q.top_k == 40 && q.has_seed && q.seed == 7);
     CHECK(q.max_tokens == 20, "max_completion_tokens wins: %d", q.max_tokens);
     CHECK(q.n_stop == 2 && !strcmp(q.stop[1], "yy"));
+    CHECK(q.n == 3, "n: %d", q.n);
     CHECK(q.stream && q.include_usage && q.logprobs && q.top_logprobs == 3);
     CHECK(q.thinking == 0);
     serve_req_free(&q);
@@ -111,7 +112,7 @@ TEST(bad_requests_name_the_field) {
                "temperature");
     expect_err("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream\":1}", 400,
                "stream");
-    expect_err("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n\":2}", 400, "n");
+    expect_err("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n\":9}", 400, "n");
     expect_err("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stop\":[1]}", 400,
                "stop[0]");
     expect_err("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stop\":[\"a\",\"b\",\"c\","
@@ -178,7 +179,7 @@ TEST(openai_fields_implemented_or_refused) {
                {"\"logit_bias\":[1]}", "logit_bias"},
                {"\"presence_penalty\":2.5}", "presence_penalty"},
                {"\"frequency_penalty\":\"x\"}", "frequency_penalty"},
-               {"\"n\":3}", "n"},
+               {"\"n\":9}", "n"},
                {"\"audio\":{\"voice\":\"x\"}}", "audio"},
                {"\"prediction\":{\"type\":\"content\"}}", "prediction"},
                {"\"functions\":[]}", "functions"},

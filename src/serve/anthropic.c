@@ -1,12 +1,14 @@
 /* anthropic.c — Anthropic Messages API (POST /v1/messages and
- * /v1/messages/count_tokens) on top of the chat path: system, messages with
- * text / tool_use / tool_result / thinking blocks, tools (input_schema),
- * tool_choice (auto / any / tool / none), thinking (enabled with
- * budget_tokens → K3's effort: < 4096 low, < 16384 high, else max; disabled
- * or absent → no thinking), stop_sequences; the chat stream comes back as
- * message_start, content_block_start/delta/stop (thinking_delta,
- * text_delta, input_json_delta), message_delta (stop_reason, usage) and
- * message_stop. Errors use Anthropic's {"type":"error","error":{...}}. */
+ * /v1/messages/count_tokens) on the serving core. The request
+ * (anthropic_req.c: system, messages with text / tool_use / tool_result /
+ * thinking blocks, tools (input_schema), tool_choice (auto / any / tool /
+ * none), thinking (enabled with budget_tokens → K3's effort: < 4096 low,
+ * < 16384 high, else max; disabled or absent → no thinking),
+ * stop_sequences) becomes the core's request; this file's renderer turns
+ * the core's events (events.h) into message_start, content_block_start /
+ * delta / stop (thinking_delta, text_delta, input_json_delta),
+ * message_delta (stop_reason, usage) and message_stop, or the whole
+ * message. Errors use Anthropic's {"type":"error","error":{...}}. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,29 +18,9 @@
 #include "gen/constrain.h"
 #include "serve/apis.h"
 #include "serve/http_internal.h"
+#include "serve/limits.h"
 #include "serve/structured.h"
 #include "text/chat.h"
-
-char *serve_anthropic_err_json(const serve_err *e) {
-    const char *t = e->status == 401   ? "authentication_error"
-                    : e->status == 403 ? "permission_error"
-                    : e->status == 404 ? "not_found_error"
-                    : e->status == 413 ? "request_too_large"
-                    : e->status == 429 ? "rate_limit_error"
-                    : e->status == 503 ? "overloaded_error"
-                    : e->status >= 500 ? "api_error"
-                                       : "invalid_request_error";
-    char msg[700];
-    if (e->param[0])
-        snprintf(msg, sizeof msg, "%s: %s", e->param, e->message);
-    else
-        snprintf(msg, sizeof msg, "%s", e->message);
-    json_t *doc =
-        json_pack("{s:s,s:{s:s,s:s}}", "type", "error", "error", "type", t, "message", msg);
-    char *s = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-    json_decref(doc);
-    return s ? s : serve_err_fallback_json();
-}
 
 /* ---------------- output ---------------- */
 
@@ -50,6 +32,7 @@ typedef struct {
     int index; /* next block index */
     json_t *content;
     k3_buf text;
+    k3_buf name, args; /* the tool call being received */
     serve_usage usage;
     char stop[16];
 } actx;
@@ -104,17 +87,10 @@ static void on_text(actx *a, int kind, const char *t, size_t n, k3_buf *out) {
                         kind == 1 ? "thinking" : "text", t, n));
 }
 
-static void a_reasoning(void *ctx, const char *t, size_t n, k3_buf *out) {
-    on_text(ctx, 1, t, n, out);
-}
-static void a_content(void *ctx, const char *t, size_t n, k3_buf *out) {
-    on_text(ctx, 2, t, n, out);
-}
-
-static void a_tool(void *ctx, const char *id, const char *name, const char *args, k3_buf *out) {
-    actx *a = ctx;
+static void a_tool_end(actx *a, const char *args, k3_buf *out) {
     if (!a->stream) out = NULL;
     close_block(a, out);
+    const char *name = a->name.s;
     json_t *input = json_loads(args, 0, NULL);
     if (!json_is_object(input)) {
         json_decref(input);
@@ -122,7 +98,6 @@ static void a_tool(void *ctx, const char *id, const char *name, const char *args
     }
     char tid[96];
     snprintf(tid, sizeof tid, "toolu_%s_%d", a->id + 4, a->index);
-    (void)id;
     json_array_append_new(a->content, json_pack("{s:s,s:s,s:s,s:O}", "type", "tool_use", "id", tid,
                                                 "name", name, "input", input));
     if (out) {
@@ -146,13 +121,16 @@ static const char *stop_reason(const actx *a) {
     return "end_turn";
 }
 
-static void a_finish(void *ctx, const char *fin, const serve_usage *u, k3_buf *out) {
-    actx *a = ctx;
-    if (!a->stream) out = NULL;
-    close_block(a, out);
+static char *a_body(actx *a);
+
+static void a_finish(actx *a, const char *fin, const serve_usage *u, k3_buf *out) {
+    close_block(a, a->stream ? out : NULL);
     a->usage = *u;
     snprintf(a->stop, sizeof a->stop, "%s", fin);
-    if (!out || !strcmp(fin, "error")) return;
+    if (!a->stream) {
+        k3_buf_puts_free(out, a_body(a));
+        return;
+    }
     event(out, "message_delta",
           json_pack("{s:{s:s,s:n},s:{s:i,s:i,s:i}}", "delta", "stop_reason", stop_reason(a),
                     "stop_sequence", "usage", "input_tokens", u->prompt_tokens - u->cached_tokens,
@@ -161,13 +139,48 @@ static void a_finish(void *ctx, const char *fin, const serve_usage *u, k3_buf *o
     event(out, "message_stop", json_object());
 }
 
-static void a_error(void *ctx, const json_t *err, k3_buf *out) {
-    actx *a = ctx;
-    if (!a->stream) return;
-    json_t *m = json_object_get(err, "message");
+/* Generation failed: Anthropic's error document, or a stream's error event
+ * (the open block is closed after it). */
+static void a_error(actx *a, const serve_err *e, k3_buf *out) {
+    if (!a->stream) {
+        k3_buf_puts_free(out, serve_anthropic_err_json(e));
+        return;
+    }
     event(out, "error",
-          json_pack("{s:{s:s,s:O}}", "error", "type", "api_error", "message",
-                    m ? m : json_string("generation failed")));
+          json_pack("{s:{s:s,s:s}}", "error", "type", "api_error", "message", e->message));
+    close_block(a, out);
+}
+
+static void a_on(void *ctx, const serve_ev *ev, k3_buf *out) {
+    actx *a = ctx;
+    switch (ev->kind) {
+    case SERVE_EV_TEXT:
+        on_text(a, ev->channel == SERVE_CH_REASONING ? 1 : 2, ev->text, ev->len, out);
+        break;
+    case SERVE_EV_TOOL_START:
+        a->name.n = a->args.n = 0;
+        k3_buf_puts(&a->name, ev->name);
+        k3_buf_put(&a->name, "", 1);
+        break;
+    case SERVE_EV_TOOL_ARGS:
+        k3_buf_put(&a->args, ev->text, ev->len);
+        break;
+    case SERVE_EV_TOOL_END:
+        k3_buf_put(&a->args, "", 1);
+        a_tool_end(a, a->args.s, out);
+        break;
+    case SERVE_EV_LOGPROB:
+        json_decref(ev->logprob);
+        break;
+    case SERVE_EV_FINISH:
+        a_finish(a, ev->finish, ev->usage, out);
+        break;
+    case SERVE_EV_ERROR:
+        a_error(a, ev->err, out);
+        break;
+    case SERVE_EV_START:
+        break;
+    }
 }
 
 static json_t *usage_json(const serve_usage *u) {
@@ -185,8 +198,7 @@ static void a_begin(void *ctx, k3_buf *out) {
                     0));
 }
 
-static char *a_body(void *ctx) {
-    actx *a = ctx;
+static char *a_body(actx *a) {
     json_t *d =
         json_pack("{s:s,s:s,s:s,s:s,s:O,s:s,s:n,s:o}", "id", a->id, "type", "message", "role",
                   "assistant", "model", a->model, "content", a->content, "stop_reason",
@@ -200,17 +212,19 @@ static void a_release(void *ctx) {
     actx *a = ctx;
     json_decref(a->content);
     k3_buf_free(&a->text);
+    k3_buf_free(&a->name);
+    k3_buf_free(&a->args);
     free(a);
 }
 
-static const serve_api MESSAGES = {
-    {a_reasoning, a_content, a_tool, a_finish, a_error}, a_begin, a_body, a_release};
+static const serve_render_ops MESSAGES = {a_begin, a_on, a_release};
 
 static json_t *load(serve_conn *c, serve_err *e) {
     if (!serve_utf8_valid(c->body.s ? c->body.s : "", c->body.n)) {
         serve_err_set(e, 400, NULL, NULL, "invalid_utf8", "The request body is not valid UTF-8.");
         return NULL;
     }
+    if (serve_json_budget(c->body.s ? c->body.s : "", c->body.n, NULL, e)) return NULL;
     json_error_t je;
     json_t *req = json_loadb(c->body.s ? c->body.s : "", c->body.n, JSON_ALLOW_NUL, &je);
     if (!json_is_object(req)) {
@@ -237,7 +251,8 @@ enum MHD_Result serve_handle_messages(serve_conn *c) {
     snprintf(a->model, sizeof a->model, "%s", c->srv->eng->name);
     a->stream = stream;
     a->content = json_array();
-    return serve_run_translated(c, chat, stream, &MESSAGES, a);
+    json_object_set_new(chat, "stream", json_boolean(stream));
+    return serve_run_job(c, SERVE_CHAT, chat, (serve_render){&MESSAGES, a});
 }
 
 enum MHD_Result serve_handle_count_tokens(serve_conn *c) {
@@ -247,14 +262,8 @@ enum MHD_Result serve_handle_count_tokens(serve_conn *c) {
     json_t *chat = serve_anthropic_to_chat(req, 1, &e);
     json_decref(req);
     if (!chat) return serve_reply_err(c, &e);
-    char *body = json_dumps(chat, JSON_COMPACT);
-    json_decref(chat);
     serve_req q;
-    if (serve_req_parse(body, strlen(body), SERVE_CHAT, &c->srv->lim, &q, &e)) {
-        free(body);
-        return serve_reply_err(c, &e);
-    }
-    free(body);
+    if (serve_req_from_json(chat, SERVE_CHAT, &c->srv->lim, &q, &e)) return serve_reply_err(c, &e);
     k3_ids v = {0};
     int rc = k3_chat_encode(c->srv->eng->tok, q.root, &v);
     if (rc) serve_err_set(&e, 400, NULL, "messages", "invalid_value", "%s", k3_errmsg());

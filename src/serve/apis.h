@@ -1,8 +1,9 @@
 /* apis.h — the request side of the non-chat APIs, as pure functions over
  * JSON (no HTTP): the Responses API (responses_req.c) and the Anthropic
- * Messages API (anthropic_req.c) each turn a request into the equivalent
- * chat-completions request, which then takes the normal validation and
- * generation path; the answers are re-shaped by responses.c / anthropic.c.
+ * Messages API (anthropic_req.c) each turn a request into the core's
+ * request as a chat-shaped JSON tree, which serve_req_from_json validates
+ * without serializing it again; the answers are rendered from the core's
+ * events by responses.c / anthropic.c.
  * Errors fill serve_err (400, with the field in param). */
 #ifndef K3_SERVE_APIS_H
 #define K3_SERVE_APIS_H

@@ -1,5 +1,5 @@
 /* error.c — the error a request gets: serve_err filled with escaped
- * fields, and its OpenAI-shaped JSON body. A leaf of serve/: every parser
+ * fields, and its JSON body in OpenAI's or Anthropic's shape. A leaf of serve/: every parser
  * (request.c, request_openai.c, the Anthropic and Responses translators)
  * fills its errors here. */
 #include "serve/request.h"
@@ -47,6 +47,27 @@ char *serve_err_json(const serve_err *err) {
     json_object_set_new(e, "param", err->param[0] ? json_string(err->param) : json_null());
     json_object_set_new(e, "code", err->code[0] ? json_string(err->code) : json_null());
     json_t *doc = json_pack("{s:o}", "error", e);
+    char *s = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    json_decref(doc);
+    return s ? s : serve_err_fallback_json();
+}
+
+char *serve_anthropic_err_json(const serve_err *e) {
+    const char *t = e->status == 401   ? "authentication_error"
+                    : e->status == 403 ? "permission_error"
+                    : e->status == 404 ? "not_found_error"
+                    : e->status == 413 ? "request_too_large"
+                    : e->status == 429 ? "rate_limit_error"
+                    : e->status == 503 ? "overloaded_error"
+                    : e->status >= 500 ? "api_error"
+                                       : "invalid_request_error";
+    char msg[700];
+    if (e->param[0])
+        snprintf(msg, sizeof msg, "%s: %s", e->param, e->message);
+    else
+        snprintf(msg, sizeof msg, "%s", e->message);
+    json_t *doc =
+        json_pack("{s:s,s:{s:s,s:s}}", "type", "error", "error", "type", t, "message", msg);
     char *s = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
     json_decref(doc);
     return s ? s : serve_err_fallback_json();

@@ -2,11 +2,13 @@
  *
  * Thread per connection: a connection waiting for generated tokens blocks
  * only its own thread, so /health and /v1/models answer at once whatever
- * the scheduler is doing. This file owns the daemon, routing, the Bearer
- * check, the framing checks (framing.h), the body limit (413), the
- * per-request log line and the SIGINT/SIGTERM shutdown; conns.c keeps each
- * connection's request deadline and sheds near the connection cap;
- * http_gen.c answers the generation endpoints, http_misc.c the small ones. */
+ * the scheduler is doing. This file owns the daemon and routing: the
+ * ROUTES table, the Bearer check, the framing checks (framing.h), the body
+ * limit (413), the per-request log line and the SIGINT/SIGTERM shutdown.
+ * It only routes: the handlers answer (http_gen.c the generation
+ * endpoints, anthropic.c and responses.c their APIs, http_misc.c the small
+ * ones), http_reply.c queues their replies, and conns.c keeps each
+ * connection's request deadline and sheds near the connection cap. */
 #include <arpa/inet.h>
 #include <malloc.h>
 #include <netdb.h>
@@ -62,55 +64,6 @@ void serve_opts_default(serve_opts *o) {
 
 /* ---------------- responses ---------------- */
 
-/* No reply path hands MHD a NULL body: a body that could not be built (a
- * json_dumps failure) becomes a 500 with a fixed JSON error. */
-enum MHD_Result serve_reply_sse(serve_conn *c, MHD_ContentReaderCallback read, void *cls,
-                                MHD_ContentReaderFreeCallback free_cls) {
-    struct MHD_Response *r =
-        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, read, cls, free_cls);
-    MHD_add_response_header(r, "Content-Type", "text/event-stream");
-    MHD_add_response_header(r, "Cache-Control", "no-cache");
-    serve_add_cors(c, r);
-    c->status = 200;
-    enum MHD_Result ok = MHD_queue_response(c->conn, 200, r);
-    MHD_destroy_response(r);
-    return ok;
-}
-
-enum MHD_Result serve_reply(serve_conn *c, int status, const char *type, char *body) {
-    static const char oom[] = "{\"error\":{\"message\":\"out of memory\",\"type\":"
-                              "\"server_error\",\"param\":null,\"code\":null}}";
-    if (!body) {
-        status = 500;
-        type = "application/json";
-        body = serve_err_fallback_json();
-    }
-    struct MHD_Response *r =
-        body ? MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE)
-             : MHD_create_response_from_buffer(sizeof oom - 1, (void *)oom, MHD_RESPMEM_PERSISTENT);
-    if (!r) {
-        free(body);
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, "Content-Type", type);
-    serve_add_cors(c, r);
-    if (c->close_conn) MHD_add_response_header(r, "Connection", "close");
-    c->status = status;
-    enum MHD_Result ok = MHD_queue_response(c->conn, (unsigned)status, r);
-    MHD_destroy_response(r);
-    return ok;
-}
-
-enum MHD_Result serve_reply_json(serve_conn *c, int status, char *body) {
-    return serve_reply(c, status, "application/json", body);
-}
-
-enum MHD_Result serve_reply_err(serve_conn *c, const serve_err *e) {
-    if (c->route && c->route->anthropic)
-        return serve_reply_json(c, e->status, serve_anthropic_err_json(e));
-    return serve_reply_json(c, e->status, serve_err_json(e));
-}
-
 static enum MHD_Result reply_error(serve_conn *c, int status, const char *type, const char *code,
                                    const char *msg) {
     serve_err e;
@@ -118,21 +71,7 @@ static enum MHD_Result reply_error(serve_conn *c, int status, const char *type, 
     return serve_reply_err(c, &e);
 }
 
-int serve_client_gone(struct MHD_Connection *conn) {
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (!ci) return 1;
-    struct pollfd p = {.fd = ci->connect_fd, .events = POLLRDHUP};
-    if (poll(&p, 1, 0) <= 0) return 0;
-    return (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
-}
-
 /* ---------------- GET endpoints ---------------- */
-
-/* The context length requests are held to (0: unknown / unlimited). */
-int serve_ctx_size(const serve_server *srv) {
-    return srv->o->ctx_size > 0 ? srv->o->ctx_size : srv->eng->n_ctx_train;
-}
 
 static enum MHD_Result handle_chat(serve_conn *c) {
     return serve_handle_generate(c, SERVE_CHAT);
@@ -183,39 +122,10 @@ static const serve_route *find_route(const char *path, const char **rest) {
     return NULL;
 }
 
-/* Authorization: Bearer KEY, or x-api-key: KEY (Anthropic clients); guard.h. */
-static int auth_ok(serve_conn *c) {
-    serve_cred cred;
-    return serve_auth_check(c->srv->o->api_keys, c->srv->o->n_api_keys,
-                            MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Authorization"),
-                            MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "x-api-key"),
-                            &cred);
-}
-
-int serve_auth_ok(serve_conn *c) {
-    return auth_ok(c);
-}
-
 static enum MHD_Result reply_unauthorized(serve_conn *c) {
     return reply_error(c, 401, NULL, "invalid_api_key",
                        "Incorrect or missing API key: send 'Authorization: Bearer <key>' or "
                        "'x-api-key: <key>'.");
-}
-
-int serve_origin_allowed(const serve_server *srv, const char *origin) {
-    /* the guard's list match (the one place that decides, guard.h); no Host:
-     * same-origin pages need no CORS headers */
-    return origin && srv->o->n_cors_origins &&
-           serve_guard_origin_allowed(&srv->guard, origin, NULL);
-}
-
-void serve_add_cors(serve_conn *c, struct MHD_Response *r) {
-    if (!c->srv->o->n_cors_origins) return;
-    const char *origin = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Origin");
-    MHD_add_response_header(r, "Vary", "Origin");
-    if (!serve_origin_allowed(c->srv, origin)) return;
-    MHD_add_response_header(r, "Access-Control-Allow-Origin", origin);
-    MHD_add_response_header(r, "Access-Control-Expose-Headers", "Content-Type, Content-Length");
 }
 
 /* OPTIONS: a CORS preflight from an allowed origin gets 204 with the
@@ -269,7 +179,7 @@ static enum MHD_Result route(serve_conn *c) {
         return reply_error(c, 404, NULL, "not_found", msg);
     }
     if (!strcmp(c->method, "OPTIONS")) return handle_options(c, rt);
-    if (!rt->open && !auth_ok(c)) return reply_unauthorized(c);
+    if (!rt->open && !serve_auth_ok(c)) return reply_unauthorized(c);
     if (!(method_bit(c->method) & rt->methods)) {
         char msg[256];
         snprintf(msg, sizeof msg, "Use %s %.150s.", rt->methods & SERVE_GET ? "GET" : "POST",
@@ -345,7 +255,7 @@ static enum MHD_Result begin_request(serve_server *srv, serve_conn *c, const cha
     c->route = find_route(c->url, &c->rest);
     if (guard_refuses(c) || framing_refuses(c))
         return MHD_YES; /* Host, Origin, framing: before all else */
-    if (c->route && !c->route->open && strcmp(method, "OPTIONS") && !auth_ok(c))
+    if (c->route && !c->route->open && strcmp(method, "OPTIONS") && !serve_auth_ok(c))
         return reply_unauthorized(c); /* before reading any body */
     if (!strcmp(method, "POST") && declared_too_big(c)) {
         c->too_big = 1;

@@ -1,7 +1,10 @@
-/* http_gen.c — POST /v1/chat/completions and /v1/completions.
+/* http_gen.c — a generation request of any API, from its parsed request to
+ * the bytes its renderer produces (POST /v1/chat/completions and
+ * /v1/completions through http_choices.c; /v1/messages and /v1/responses
+ * through anthropic.c and responses.c).
  *
- * Parse and validate the body, turn it into prompt ids, hand a job to the
- * scheduler, then either stream its SSE chunks as they are produced or wait
+ * Validate the request, turn it into prompt ids, hand a job to the
+ * scheduler, then either stream its events as they are produced or wait
  * for the whole response. Both paths poll the socket while waiting, so a
  * client that hangs up cancels its job within ~0.1 s even when no token is
  * being produced (e.g. during a long prefill). */
@@ -102,16 +105,6 @@ static enum MHD_Result reply_whole(serve_conn *c) {
     return serve_reply_json(c, c->job->status, all.s);
 }
 
-/* The scope of what the server keeps for a request (prompt cache, Responses
- * store): the credential it presented and the cache_salt (guard.h). */
-char *serve_conn_scope(serve_conn *c, const char *salt, size_t salt_len, size_t *len) {
-    serve_cred cred;
-    serve_auth_check(c->srv->o->api_keys, c->srv->o->n_api_keys,
-                     MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Authorization"),
-                     MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "x-api-key"), &cred);
-    return serve_scope_key(cred, salt, salt_len, len);
-}
-
 int serve_fit_context(const serve_server *srv, int64_t n_prompt, int *max_tokens, serve_err *e) {
     int ctx = serve_ctx_size(srv);
     if (ctx <= 0) return 0;
@@ -124,14 +117,19 @@ int serve_fit_context(const serve_server *srv, int64_t n_prompt, int *max_tokens
     return 0;
 }
 
-/* Request → job with prompt (and forced) ids. NULL + *e on a bad request. */
-static serve_job *make_job(serve_conn *c, serve_kind kind, serve_err *e) {
-    serve_server *srv = c->srv;
-    serve_req q;
+/* The request: root read as JSON already (taken), or c->body. */
+static int parse_req(serve_conn *c, serve_kind kind, json_t *root, serve_req *q, serve_err *e) {
+    if (root) return serve_req_from_json(root, kind, &c->srv->lim, q, e);
     /* a body whose JSON tree would cost far more than its bytes is refused
      * before jansson builds it */
-    if (serve_json_budget(c->body.s ? c->body.s : "", c->body.n, NULL, e)) return NULL;
-    if (serve_req_parse(c->body.s ? c->body.s : "", c->body.n, kind, &srv->lim, &q, e)) return NULL;
+    if (serve_json_budget(c->body.s ? c->body.s : "", c->body.n, NULL, e)) return -1;
+    return serve_req_parse(c->body.s ? c->body.s : "", c->body.n, kind, &c->srv->lim, q, e);
+}
+
+serve_job *serve_make_job(serve_conn *c, serve_kind kind, json_t *root, serve_err *e) {
+    serve_server *srv = c->srv;
+    serve_req q;
+    if (parse_req(c, kind, root, &q, e)) return NULL;
     serve_job *j = serve_job_new();
     j->req = q;
     if (serve_engine_prompt(srv->eng, &j->req, &j->prompt, &j->n_prompt, e) ||
@@ -157,27 +155,54 @@ static serve_job *make_job(serve_conn *c, serve_kind kind, serve_err *e) {
     return j;
 }
 
-int serve_start_job(serve_conn *c, serve_kind kind, serve_err *e) {
-    if (__atomic_load_n(&c->srv->closing, __ATOMIC_SEQ_CST))
-        return serve_err_set(e, 503, "server_error", NULL, "shutting_down",
-                             "The server is shutting down.");
-    serve_job *j = make_job(c, kind, e);
-    if (!j) return -1;
-    int rc = serve_sched_submit(c->srv->sched, j);
-    if (rc) {
-        serve_job_release(j);
-        if (rc == -2) /* the queue is full */
-            return serve_err_set(e, 429, "rate_limit_exceeded", NULL, "queue_full", "%s",
-                                 k3_errmsg());
-        return serve_err_set(e, 503, "server_error", NULL, "shutting_down",
-                             "The server is shutting down.");
-    }
-    c->job = j; /* the connection's reference, released when the request completes */
-    return 0;
+/* The job's renderer (render, or the chat one) and the first bytes of its
+ * stream, written before the worker can see the job. */
+static void set_render(serve_job *j, serve_render render, const char *model) {
+    j->render = render.ops
+                    ? render
+                    : serve_render_chat(j->req.kind, model, j->req.stream, j->req.include_usage);
+    if (!j->render.ops->begin || !j->req.stream) return;
+    k3_buf b = {0};
+    j->render.ops->begin(j->render.ctx, &b);
+    j->out = b.s;
+    j->out_len = b.n;
+    j->out_cap = b.cap;
 }
 
-enum MHD_Result serve_handle_generate(serve_conn *c, serve_kind kind) {
+static void release_render(serve_render r) {
+    if (r.ops) r.ops->release(r.ctx);
+}
+
+int serve_submit_job(serve_conn *c, serve_job *j, serve_render render, serve_err *e) {
+    set_render(j, render, c->srv->eng->name);
+    int rc = serve_sched_submit(c->srv->sched, j);
+    if (!rc) return 0;
+    serve_job_release(j);
+    if (rc == -2) /* the queue is full */
+        return serve_err_set(e, 429, "rate_limit_exceeded", NULL, "queue_full", "%s", k3_errmsg());
+    return serve_err_set(e, 503, "server_error", NULL, "shutting_down",
+                         "The server is shutting down.");
+}
+
+serve_job *serve_open_job(serve_conn *c, serve_kind kind, json_t *root, serve_err *e) {
+    if (!__atomic_load_n(&c->srv->closing, __ATOMIC_SEQ_CST))
+        return serve_make_job(c, kind, root, e);
+    json_decref(root);
+    serve_err_set(e, 503, "server_error", NULL, "shutting_down", "The server is shutting down.");
+    return NULL;
+}
+
+enum MHD_Result serve_run_made(serve_conn *c, serve_job *j, serve_render render) {
     serve_err e;
-    if (serve_start_job(c, kind, &e)) return serve_reply_err(c, &e);
-    return c->job->req.stream ? reply_stream(c) : reply_whole(c);
+    if (serve_submit_job(c, j, render, &e)) return serve_reply_err(c, &e);
+    c->job = j; /* the connection's reference, released when the request completes */
+    return j->req.stream ? reply_stream(c) : reply_whole(c);
+}
+
+enum MHD_Result serve_run_job(serve_conn *c, serve_kind kind, json_t *root, serve_render render) {
+    serve_err e;
+    serve_job *j = serve_open_job(c, kind, root, &e);
+    if (j) return serve_run_made(c, j, render);
+    release_render(render);
+    return serve_reply_err(c, &e);
 }

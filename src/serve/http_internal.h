@@ -1,6 +1,7 @@
 /* http_internal.h — state shared by the HTTP files of the server (http.c:
- * daemon, routing, auth, body limits, logging; http_gen.c: the generation
- * endpoints). Not part of the serve API. */
+ * daemon and routing; http_reply.c: replies, errors, CORS, credentials;
+ * http_gen.c: generation jobs; anthropic.c, responses.c, http_misc.c: the
+ * other handlers). Not part of the serve API. */
 #ifndef K3_SERVE_HTTP_INTERNAL_H
 #define K3_SERVE_HTTP_INTERNAL_H
 
@@ -15,7 +16,6 @@
 #include "serve/rstore.h"
 #include "serve/sched.h"
 #include "serve/server.h"
-#include "serve/xlate.h"
 
 typedef struct {
     serve_engine *eng;
@@ -99,32 +99,32 @@ enum MHD_Result serve_handle_props(serve_conn *c);
 enum MHD_Result serve_handle_tokenize(serve_conn *c);
 enum MHD_Result serve_handle_detokenize(serve_conn *c);
 
-/* Parse c->body as a `kind` request, queue its job (c->job). 0, or -1 + e
- * (400, 429 queue full, 503 shutting down). */
-int serve_start_job(serve_conn *c, serve_kind kind, serve_err *e);
-
-/* http_xlate.c: serve a request translated to a chat request (stolen) with
- * the events re-shaped by ops (responses.c, anthropic.c). begin: the first
- * stream events; body: the non-streaming answer; release: frees ctx. */
-typedef struct {
-    serve_xlate_ops ops;
-    void (*begin)(void *ctx, k3_buf *out);
-    char *(*body)(void *ctx);
-    void (*release)(void *ctx);
-} serve_api;
-enum MHD_Result serve_run_translated(serve_conn *c, json_t *chat, int stream, const serve_api *api,
-                                     void *ctx);
+/* http_gen.c: validate a `kind` request (root: the request as a JSON tree,
+ * taken; NULL: parse c->body) and queue its job (c->job) with render as its
+ * renderer (taken; {0}: the chat renderer), then reply with the job's stream
+ * or whole body, or the error (400, 429 queue full, 503 shutting down). */
+enum MHD_Result serve_run_job(serve_conn *c, serve_kind kind, json_t *root, serve_render render);
+/* Its two halves: the job, not queued (NULL + e, also when shutting down);
+ * queue j and reply. */
+serve_job *serve_open_job(serve_conn *c, serve_kind kind, json_t *root, serve_err *e);
+enum MHD_Result serve_run_made(serve_conn *c, serve_job *j, serve_render render);
+/* The job of a request, not queued: prompt (and forced) ids, grammar,
+ * deadline, cache scope. NULL + *e on a bad request. */
+serve_job *serve_make_job(serve_conn *c, serve_kind kind, json_t *root, serve_err *e);
+/* Give j its renderer (render, or {0}: the chat one) and queue it; on
+ * failure j is released: -1 + e (429 queue full, 503 shutting down). */
+int serve_submit_job(serve_conn *c, serve_job *j, serve_render render, serve_err *e);
+/* http_choices.c: POST /v1/chat/completions and /v1/completions, body
+ * complete: one job, or for n > 1 choices one job per choice, their chunks
+ * merged into one stream or their choices into one body. */
+enum MHD_Result serve_handle_generate(serve_conn *c, serve_kind kind);
 /* responses.c, anthropic.c */
 enum MHD_Result serve_handle_responses(serve_conn *c);
 enum MHD_Result serve_handle_messages(serve_conn *c);
 enum MHD_Result serve_handle_count_tokens(serve_conn *c);
-char *serve_anthropic_err_json(const serve_err *e);
 /* GET / DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items (c->rest). */
 enum MHD_Result serve_handle_response_get(serve_conn *c);
 /* The scope of c's stored state (guard.h: credential + cache_salt), malloc'd. */
 char *serve_conn_scope(serve_conn *c, const char *salt, size_t salt_len, size_t *len);
-
-/* POST /v1/chat/completions and /v1/completions, body complete. */
-enum MHD_Result serve_handle_generate(serve_conn *c, serve_kind kind);
 
 #endif

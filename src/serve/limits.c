@@ -62,15 +62,9 @@ int serve_job_prefill_expired(const serve_job *j, double now) {
 }
 
 void serve_job_error_body(serve_job *j, const serve_err *e, k3_buf *b) {
-    if (!j->req.stream) {
-        j->status = e->status;
-        k3_buf_puts_free(b, serve_err_json(e));
-        return;
-    }
-    k3_buf_put(b, "data: ", 6);
-    k3_buf_puts_free(b, serve_err_json(e));
-    static const char tail[] = "\n\ndata: [DONE]\n\n";
-    k3_buf_put(b, tail, sizeof tail - 1);
+    if (!j->req.stream) j->status = e->status;
+    serve_ev ev = {.kind = SERVE_EV_ERROR, .err = e};
+    serve_render_emit(&j->render, &ev, b);
 }
 
 void serve_job_timeout_body(serve_job *j, double timeout_s, k3_buf *b) {

@@ -45,8 +45,9 @@ int serve_json_budget(const char *body, size_t len, serve_json_count *count, ser
  * the request's k3_test_prefill_deadline_tokens prompt tokens were fed:
  * a counted deadline that does not depend on the machine's speed). */
 int serve_job_prefill_expired(const serve_job *j, double now);
-/* The body of a request that ends in error e: the JSON error document with
- * e's status, or for a stream an SSE error event and [DONE] (as OpenAI does). */
+/* A request ends in error e: its renderer's ERROR event (the error document
+ * in the API's shape, or its stream's error events); a non-stream request
+ * takes e's status. */
 void serve_job_error_body(serve_job *j, const serve_err *e, k3_buf *b);
 /* The response for a job whose prompt was not processed in time: sets
  * j->status (504) for a non-stream request and appends the body (or the SSE

@@ -81,7 +81,7 @@ static json_t *logprobs_value(const serve_resp *r, const json_t *entries, long l
 /* A chunk whose only choice carries `delta` (chat) or `text` (completions),
  * and the logprobs of the tokens generated since the previous chunk. */
 static char *choice_chunk(serve_resp *r, json_t *delta, const char *finish) {
-    json_t *ch = json_pack("{s:i}", "index", 0);
+    json_t *ch = json_pack("{s:i}", "index", r->index);
     if (r->kind == SERVE_CHAT) {
         json_object_set_new(ch, "delta", delta);
     } else {
@@ -120,7 +120,10 @@ char *serve_resp_text(serve_resp *r, const char *channel, const char *text, size
 char *serve_resp_tool_call(serve_resp *r, const char *name, const char *arguments) {
     size_t index = json_array_size(r->tool_calls);
     char id[64];
-    snprintf(id, sizeof id, "call_%s_%zu", r->id, index);
+    if (r->index) /* the choices of one response share its id */
+        snprintf(id, sizeof id, "call_%s_%d_%zu", r->id, r->index, index);
+    else
+        snprintf(id, sizeof id, "call_%s_%zu", r->id, index);
     json_array_append_new(r->tool_calls,
                           json_pack("{s:s,s:s,s:{s:s,s:s}}", "id", id, "type", "function",
                                     "function", "name", name, "arguments", arguments));
@@ -176,8 +179,8 @@ static json_t *chat_message(const serve_resp *r) {
     return m;
 }
 
-char *serve_resp_full(serve_resp *r, const char *finish_reason, const serve_usage *u) {
-    json_t *ch = json_pack("{s:i}", "index", 0);
+json_t *serve_resp_choice(serve_resp *r, const char *finish_reason) {
+    json_t *ch = json_pack("{s:i}", "index", r->index);
     if (r->kind == SERVE_CHAT)
         json_object_set_new(ch, "message", chat_message(r));
     else
@@ -185,10 +188,21 @@ char *serve_resp_full(serve_resp *r, const char *finish_reason, const serve_usag
     long long offset = 0;
     json_object_set_new(ch, "logprobs", logprobs_value(r, r->lp_all, &offset));
     json_object_set_new(ch, "finish_reason", json_string(finish_reason));
-    json_t *doc = envelope(r, 0);
-    json_object_set_new(doc, "choices", json_pack("[o]", ch));
+    return ch;
+}
+
+char *serve_resp_full_n(serve_resp *const *rs, const char *const *finish, int n,
+                        const serve_usage *u) {
+    json_t *choices = json_array();
+    for (int i = 0; i < n; i++) json_array_append_new(choices, serve_resp_choice(rs[i], finish[i]));
+    json_t *doc = envelope(rs[0], 0);
+    json_object_set_new(doc, "choices", choices);
     json_object_set_new(doc, "usage", serve_usage_json(u));
     char *s = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
     json_decref(doc);
     return s ? s : serve_err_fallback_json();
+}
+
+char *serve_resp_full(serve_resp *r, const char *finish_reason, const serve_usage *u) {
+    return serve_resp_full_n(&r, &finish_reason, 1, u);
 }

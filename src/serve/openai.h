@@ -1,4 +1,5 @@
-/* openai.h — OpenAI response shapes: SSE chunks and whole responses.
+/* openai.h — OpenAI response shapes: SSE chunks and whole responses (used by
+ * the chat renderer, render_chat.c).
  *
  * One serve_resp per request accumulates what the generation produced
  * (content, reasoning, tool calls) and turns each increment into the JSON
@@ -17,13 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "serve/events.h"
 #include "serve/request.h"
-
-typedef struct {
-    int prompt_tokens;
-    int completion_tokens;
-    int cached_tokens; /* prompt tokens served from the prompt cache */
-} serve_usage;
 
 typedef struct {
     serve_kind kind;
@@ -38,6 +34,7 @@ typedef struct {
      * attached to a streamed chunk */
     json_t *lp_all, *lp_pending;
     long long lp_offset; /* completions text_offset of the next streamed entry */
+    int index;           /* the choice's index (n > 1: one serve_resp per choice) */
     int streaming;       /* set by the caller: lp_all is not kept (a stream's entries
                             go out with their chunks; keeping them all grew a long
                             stream with top_logprobs by ~20 KB per token) */
@@ -64,6 +61,11 @@ char *serve_resp_usage_chunk(serve_resp *r, const serve_usage *u);
 void serve_resp_add_logprob(serve_resp *r, json_t *entry);
 /* The whole non-streaming response body. */
 char *serve_resp_full(serve_resp *r, const char *finish_reason, const serve_usage *u);
+/* One choice of it (new reference). */
+json_t *serve_resp_choice(serve_resp *r, const char *finish_reason);
+/* The body of n choices (rs[0] gives id, created and model). */
+char *serve_resp_full_n(serve_resp *const *rs, const char *const *finish, int n,
+                        const serve_usage *u);
 
 /* The usage object (new reference). */
 json_t *serve_usage_json(const serve_usage *u);

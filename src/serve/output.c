@@ -1,9 +1,11 @@
 /* output.c — generated ids → detokenizer + channels (by id) → stop strings
- * → OpenAI chunks (output.h). */
+ * → the core's events (output.h, events.h). */
 #include "serve/output.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/err.h"
 #include "base/mem.h"
@@ -23,14 +25,15 @@ static int tools_allowed(const serve_req *q) {
 }
 
 int serve_output_init(serve_output *o, const serve_engine *e, const serve_req *q,
-                      const int32_t *prompt, int64_t n_prompt, unsigned long long seq_no) {
+                      const int32_t *prompt, int64_t n_prompt, unsigned long long seq_no,
+                      const serve_render *render) {
     memset(o, 0, sizeof *o);
     o->engine = e;
-    o->stream = q->stream;
-    o->include_usage = q->include_usage;
+    o->render = render;
+    o->created = (long long)time(NULL);
+    snprintf(o->id, sizeof o->id, "%s-%llx%04llx", q->kind == SERVE_CHAT ? "chatcmpl" : "cmpl",
+             (unsigned long long)o->created, seq_no);
     if (q->n_stop) o->stopper = k3_stopper_new(q->stop, q->n_stop);
-    serve_resp_init(&o->resp, q->kind, e->name, seq_no);
-    o->resp.streaming = q->stream;
     /* Drop control tokens whose `special` flag is set (<|end_of_msg|>,
      * reserved ids, media...): they are never text. <|open|>, <|close|> and
      * <|sep|> are taken by id by the channel parser (chat); completions get
@@ -51,21 +54,37 @@ void serve_output_free(serve_output *o) {
     if (o->detok) k3_detok_free(o->detok);
     if (o->channels) k3_chan_free(o->channels);
     k3_stopper_free(o->stopper);
-    if (o->resp.tool_calls) serve_resp_free(&o->resp);
     memset(o, 0, sizeof *o);
 }
 
-/* Serialize a piece of output; the chunk is sent only when streaming (the
- * response object accumulates it either way). */
-static void put_chunk(serve_output *o, char *chunk, k3_buf *out) {
-    if (o->stream)
-        k3_buf_puts_free(out, chunk);
-    else
-        free(chunk);
+static void emit(serve_output *o, const serve_ev *ev, k3_buf *out) {
+    serve_render_emit(o->render, ev, out);
 }
 
 static void put_text(serve_output *o, int reasoning, const char *s, size_t n, k3_buf *out) {
-    if (n) put_chunk(o, serve_resp_text(&o->resp, reasoning ? "reasoning" : "content", s, n), out);
+    if (!n) return;
+    serve_ev ev = {.kind = SERVE_EV_TEXT,
+                   .channel = reasoning ? SERVE_CH_REASONING : SERVE_CH_CONTENT,
+                   .text = s,
+                   .len = n};
+    emit(o, &ev, out);
+}
+
+/* One whole tool call (arguments: a JSON text, or one cut short). */
+static void put_call(serve_output *o, const char *name, const char *args, int cut, k3_buf *out) {
+    char call_id[80];
+    snprintf(call_id, sizeof call_id, "call_%s_%d", o->id, o->n_tool_calls);
+    serve_ev ev = {
+        .kind = SERVE_EV_TOOL_START, .index = o->n_tool_calls, .call_id = call_id, .name = name};
+    emit(o, &ev, out);
+    ev.kind = SERVE_EV_TOOL_ARGS;
+    ev.text = args;
+    ev.len = strlen(args);
+    emit(o, &ev, out);
+    ev.kind = SERVE_EV_TOOL_END;
+    ev.cut = cut;
+    emit(o, &ev, out);
+    o->n_tool_calls++;
 }
 
 /* Release what the stop matcher holds (it belongs to channel held_reasoning). */
@@ -111,8 +130,7 @@ static void on_cut_section(serve_output *o, const k3_chan_event *e, k3_buf *out)
         o->cut_call = 1;
     }
     release_held(o, out);
-    put_chunk(o, serve_resp_tool_call(&o->resp, c.name, args), out);
-    o->n_tool_calls++;
+    put_call(o, c.name, args, rc == K3_CALL_CUT, out);
     free(args);
     k3_tool_call_free(&c);
 }
@@ -124,8 +142,7 @@ static void on_events(serve_output *o, const k3_chan_event *ev, size_t n, k3_buf
             text_out(o, e->kind == K3_EV_REASONING, e->text, e->len, out);
         } else if (e->kind == K3_EV_TOOL_CALL) {
             release_held(o, out);
-            put_chunk(o, serve_resp_tool_call(&o->resp, e->name, e->arguments), out);
-            o->n_tool_calls++;
+            put_call(o, e->name, e->arguments, 0, out);
         } else if (e->kind == K3_EV_TOOLS_END && o->cut_by_limit) {
             on_cut_section(o, e, out);
         }
@@ -133,8 +150,13 @@ static void on_events(serve_output *o, const k3_chan_event *ev, size_t n, k3_buf
 }
 
 void serve_output_begin(serve_output *o, k3_buf *out) {
-    if (o->stream && o->resp.kind == SERVE_CHAT)
-        k3_buf_puts_free(out, serve_resp_role_chunk(&o->resp));
+    serve_ev ev = {.kind = SERVE_EV_START, .id = o->id, .created = o->created};
+    emit(o, &ev, out);
+}
+
+void serve_output_logprob(serve_output *o, json_t *entry, k3_buf *out) {
+    serve_ev ev = {.kind = SERVE_EV_LOGPROB, .logprob = entry};
+    emit(o, &ev, out);
 }
 
 int serve_output_token(serve_output *o, int32_t id, k3_buf *out) {
@@ -173,13 +195,7 @@ const char *serve_output_end(serve_output *o, const char *finish_reason, const s
     /* whole calls are to be run, also when the limit cut what followed them */
     if ((!strcmp(fin, "stop") || !strcmp(fin, "length")) && o->n_tool_calls && !o->cut_call)
         fin = "tool_calls";
-    if (o->stream) {
-        k3_buf_puts_free(out, serve_resp_finish_chunk(&o->resp, fin));
-        if (o->include_usage) k3_buf_puts_free(out, serve_resp_usage_chunk(&o->resp, u));
-        static const char done[] = "data: [DONE]\n\n";
-        k3_buf_put(out, done, sizeof done - 1);
-    } else {
-        k3_buf_puts_free(out, serve_resp_full(&o->resp, fin, u));
-    }
+    serve_ev ev = {.kind = SERVE_EV_FINISH, .finish = fin, .usage = u};
+    emit(o, &ev, out);
     return fin;
 }

@@ -1,4 +1,4 @@
-/* output.h — one request's generated ids → what the client receives.
+/* output.h — one request's generated ids → the core's events (events.h).
  *
  * The path every generated token takes (and the path the test-only forced
  * output takes too):
@@ -11,7 +11,8 @@
  *        when the request declared tools and tool_choice is not "none"
  *      → stop-string filter on reasoning / content text (holds back a
  *        possible partial stop string; never matches marker tokens)
- *      → OpenAI serialization (SSE chunks when streaming, else accumulated)
+ *      → events (text per channel, tool calls, logprobs, finish with usage),
+        which the request's renderer turns into its API's bytes
  *
  * /v1/completions skips the channel parser: its text is the raw decoded
  * text with special tokens dropped (<|open|>, <|close|>, <|sep|> spelled). */
@@ -22,7 +23,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
-#include "serve/openai.h"
+#include "serve/events.h"
 #include "serve/request.h"
 
 struct serve_engine;
@@ -31,11 +32,12 @@ struct k3_chan;
 struct k3_stopper;
 
 typedef struct {
-    serve_resp resp;
+    char id[48]; /* the request's id: chatcmpl-... / cmpl-... */
+    long long created;
+    const serve_render *render; /* the job's renderer (borrowed) */
     struct k3_detok *detok;
     struct k3_chan *channels; /* NULL for completions */
     const struct serve_engine *engine;
-    int stream, include_usage;
     struct k3_stopper *stopper; /* the request's stop strings; NULL when none */
     int held_reasoning;         /* the channel of the text the stopper holds */
     int stopped;                /* a stop string matched: nothing more is emitted */
@@ -46,20 +48,23 @@ typedef struct {
 } serve_output;
 
 /* prompt: the request's prompt ids (decides whether generation starts in
- * the think channel); seq_no makes the response id unique. 0 or -1 +
- * k3_errmsg. */
+ * the think channel); seq_no makes the request id unique; events go to
+ * render. 0 or -1 + k3_errmsg. */
 int serve_output_init(serve_output *o, const struct serve_engine *e, const serve_req *q,
-                      const int32_t *prompt, int64_t n_prompt, unsigned long long seq_no);
+                      const int32_t *prompt, int64_t n_prompt, unsigned long long seq_no,
+                      const serve_render *render);
 void serve_output_free(serve_output *o);
 
-/* The stream's first chunk (chat: delta.role), appended to out. */
+/* The START event (a chat stream's first chunk: delta.role). Renderers
+ * append to out throughout. */
 void serve_output_begin(serve_output *o, k3_buf *out);
-/* Feed one generated id (not a stop id). Appends SSE chunks to out when
- * streaming. Returns 1 when a stop string matched (generation must end). */
+/* Feed one generated id (not a stop id). Returns 1 when a stop string
+ * matched (generation must end). */
 int serve_output_token(serve_output *o, int32_t id, k3_buf *out);
+/* The LOGPROB event of the token about to be fed (steals entry). */
+void serve_output_logprob(serve_output *o, json_t *entry, k3_buf *out);
 /* End: flush held text (a marker cut by the end of the stream is dropped),
- * parse a pending tools section, then
- * append the final chunk(s) + [DONE], or the whole non-streaming body.
+ * parse a pending tools section, then the FINISH event.
  * finish_reason "stop" becomes "tool_calls" when a tool call was returned.
  * Returns the finish reason actually reported. */
 const char *serve_output_end(serve_output *o, const char *finish_reason, const serve_usage *u,

@@ -464,6 +464,7 @@ int serve_model_known(const serve_limits *lim, const char *model) {
 static void set_defaults(serve_req *q, serve_kind kind) {
     memset(q, 0, sizeof *q);
     q->kind = kind;
+    q->n = 1;
     q->thinking = 1;
     q->temperature = 1.0;
     q->top_p = 1.0;
@@ -477,11 +478,18 @@ int serve_req_parse(const char *body, size_t len, serve_kind kind, const serve_l
         return serve_err_set(err, 400, NULL, NULL, "invalid_utf8",
                              "The request body is not valid UTF-8.");
     json_error_t je;
-    q->root = json_loadb(body, len, JSON_ALLOW_NUL, &je);
-    if (!q->root)
+    json_t *root = json_loadb(body, len, JSON_ALLOW_NUL, &je);
+    if (!root)
         return serve_err_set(err, 400, NULL, NULL, "invalid_json",
                              "The request body is not valid JSON: %s (line %d, column %d).",
                              je.text, je.line, je.column);
+    return serve_req_from_json(root, kind, lim, q, err);
+}
+
+int serve_req_from_json(json_t *root, serve_kind kind, const serve_limits *lim, serve_req *q,
+                        serve_err *err) {
+    set_defaults(q, kind);
+    q->root = root;
     int rc = -1;
     if (!json_is_object(q->root)) {
         serve_err_set(err, 400, NULL, NULL, "invalid_json",

@@ -23,6 +23,7 @@
 typedef enum { SERVE_CHAT = 0, SERVE_COMPLETION = 1 } serve_kind;
 
 #define SERVE_MAX_STOP 4 /* OpenAI allows up to 4 stop sequences */
+#define SERVE_MAX_N 8    /* chat choices per request (n); each is a sequence of its own */
 
 /* An OpenAI-style error: status is the HTTP code, the rest goes into
  * {"error":{"message","type","param","code"}} (param/code may be empty). */
@@ -69,6 +70,7 @@ typedef struct {
     int top_k;                 /* default 0 = off */
     double min_p;              /* default 0 = off */
     double repetition_penalty; /* default 1.0 = off */
+    int n;                     /* choices (chat; 1 elsewhere) */
     int has_seed;
     uint64_t seed;
     double presence_penalty;   /* -2..2, default 0 */
@@ -105,6 +107,11 @@ typedef struct {
  * -1 and fills *err (status 400/404/413...). */
 int serve_req_parse(const char *body, size_t len, serve_kind kind, const serve_limits *lim,
                     serve_req *req, serve_err *err);
+/* The same for a request already read as JSON (the Anthropic and Responses
+ * routes build the chat request as a tree): takes root, kept in req->root
+ * (freed with it, also on error). */
+int serve_req_from_json(json_t *root, serve_kind kind, const serve_limits *lim, serve_req *req,
+                        serve_err *err);
 void serve_req_free(serve_req *req);
 
 /* request_openai.c: logit_bias, presence / frequency penalties, and the
@@ -118,6 +125,8 @@ int serve_err_set(serve_err *err, int status, const char *type, const char *para
 /* The error as a JSON document (malloc'd string; a fixed server_error body
  * if it cannot be built; NULL only if even that allocation fails). */
 char *serve_err_json(const serve_err *err);
+/* The same error in Anthropic's shape: {"type":"error","error":{type, message}}. */
+char *serve_anthropic_err_json(const serve_err *e);
 /* That fixed body (malloc'd; NULL only when out of memory). */
 char *serve_err_fallback_json(void);
 

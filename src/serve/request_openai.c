@@ -1,7 +1,7 @@
 /* request_openai.c — the OpenAI sampling fields beyond temperature / top_p
  * (logit_bias, presence_penalty, frequency_penalty) and the refusal, by name,
  * of every field of OpenAI's chat / completions API that k3 does not
- * implement: a client that asks for n = 3, echo, best_of or audio must learn
+ * implement: a client that asks for n > 8, echo, best_of or audio must learn
  * that it did not get it, rather than receive something else with a 200.
  *
  * Fields that ask nothing of the output (user, metadata, service_tier,
@@ -83,13 +83,21 @@ static int parse_logit_bias(serve_req *q, const serve_limits *lim, serve_err *er
     return 0;
 }
 
-/* n and best_of: one sequence per request. */
+/* n: chat answers with up to SERVE_MAX_N choices, completions with one;
+ * best_of: no candidates to choose from. */
 static int parse_choices(serve_req *q, serve_err *err) {
     json_t *n = opt(q->root, "n"), *bo = opt(q->root, "best_of");
-    if (n && (!json_is_number(n) || json_number_value(n) != 1))
-        return serve_err_set(err, 400, NULL, "n", "unsupported_parameter",
-                             "'n' must be 1: this server generates one choice per request (send "
-                             "several requests; they are batched together).");
+    int max = q->kind == SERVE_CHAT ? SERVE_MAX_N : 1;
+    double v = json_is_number(n) ? json_number_value(n) : 0;
+    if (n && (!(v >= 1 && v <= max) || v != (double)(int)v)) {
+        if (max == 1)
+            return serve_err_set(err, 400, NULL, "n", "unsupported_parameter",
+                                 "'n' must be 1 on /v1/completions (send several requests; "
+                                 "they are batched together).");
+        return serve_err_set(err, 400, NULL, "n", "invalid_value",
+                             "'n' must be an integer from 1 to %d (choices per request).", max);
+    }
+    if (n) q->n = (int)v;
     if (bo && q->kind == SERVE_COMPLETION && (!json_is_number(bo) || json_number_value(bo) != 1))
         return serve_err_set(err, 400, NULL, "best_of", "unsupported_parameter",
                              "'best_of' must equal n (1): this server does not generate "

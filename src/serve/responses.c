@@ -1,9 +1,10 @@
-/* responses.c — OpenAI Responses API (POST /v1/responses) on top of the chat
- * path: the request becomes a chat request (instructions → system, input
- * items → messages, function_call / function_call_output → tool calls and
- * tool messages, reasoning.effort → thinking + reasoning_effort,
- * text.format → response_format, max_output_tokens → max_tokens), and the
- * chat stream becomes Responses output items and the streaming events the
+/* responses.c — OpenAI Responses API (POST /v1/responses) on the serving
+ * core: the request becomes the core's request (responses_req.c:
+ * instructions → system, input items → messages, function_call /
+ * function_call_output → tool calls and tool messages, reasoning.effort →
+ * thinking + reasoning_effort, text.format → response_format,
+ * max_output_tokens → max_tokens), and this file's renderer turns the core's
+ * events (events.h) into Responses output items and the streaming events the
  * official SDKs parse. previous_response_id continues a conversation kept in
  * the Responses store (rstore.h: scoped by credential + cache_salt, a byte
  * budget; an evicted, unknown or another scope's id is a 400
@@ -41,6 +42,7 @@ typedef struct {
     k3_buf text;      /* the open item's text */
     k3_buf reasoning; /* all reasoning, for the store */
     k3_buf content;   /* all content, for the store */
+    k3_buf call_id, name, args; /* the tool call being received */
     char status[16];
     serve_usage usage;
     unsigned long long n;
@@ -183,15 +185,7 @@ static void on_text(rctx *r, int kind, const char *t, size_t n, k3_buf *out) {
                         "content_index", 0, "delta", t, n, "logprobs"));
 }
 
-static void r_reasoning(void *ctx, const char *t, size_t n, k3_buf *out) {
-    on_text(ctx, 1, t, n, out);
-}
-static void r_content(void *ctx, const char *t, size_t n, k3_buf *out) {
-    on_text(ctx, 2, t, n, out);
-}
-
-static void r_tool(void *ctx, const char *id, const char *name, const char *args, k3_buf *out) {
-    rctx *r = ctx;
+static void r_tool(rctx *r, const char *id, const char *name, const char *args, k3_buf *out) {
     out = sink(r, out);
     close_item(r, out);
     char iid[96];
@@ -250,36 +244,70 @@ static void store(rctx *r) {
     json_decref(msgs);
 }
 
-static void r_finish(void *ctx, const char *fin, const serve_usage *u, k3_buf *out) {
-    rctx *r = ctx;
-    out = sink(r, out);
-    close_item(r, out);
+static char *r_body(void *ctx);
+
+static void r_finish(rctx *r, const char *fin, const serve_usage *u, k3_buf *out) {
+    k3_buf *ev = sink(r, out);
+    close_item(r, ev);
     r->usage = *u;
     snprintf(r->status, sizeof r->status, "%s",
-             !strcmp(fin, "length")  ? "incomplete"
-             : !strcmp(fin, "error") ? "failed"
-                                     : "completed");
-    if (strcmp(fin, "error") && !json_is_false(json_object_get(r->req, "store"))) store(r);
-    if (out && strcmp(fin, "error"))
-        event(r, out,
-              !strcmp(r->status, "incomplete") ? "response.incomplete" : "response.completed",
-              json_pack("{s:o}", "response", response_obj(r, 1)));
+             !strcmp(fin, "length") ? "incomplete" : "completed");
+    if (!json_is_false(json_object_get(r->req, "store"))) store(r);
+    if (!ev) {
+        k3_buf_puts_free(out, r_body(r));
+        return;
+    }
+    event(r, ev, !strcmp(r->status, "incomplete") ? "response.incomplete" : "response.completed",
+          json_pack("{s:o}", "response", response_obj(r, 1)));
 }
 
-static void r_error(void *ctx, const json_t *err, k3_buf *out) {
-    rctx *r = ctx;
-    out = sink(r, out);
-    if (!out) return;
-    json_t *e = json_object_get(err, "message");
+/* Generation failed: the error document, or a stream's error and
+ * response.failed events (the open item is closed after them). */
+static void r_error(rctx *r, const serve_err *err, k3_buf *out) {
+    if (!sink(r, out)) {
+        k3_buf_puts_free(out, serve_err_json(err));
+        return;
+    }
     event(r, out, "error",
-          json_pack("{s:s,s:O,s:n}", "code", "server_error", "message",
-                    e ? e : json_string("error"), "param"));
+          json_pack("{s:s,s:s,s:n}", "code", "server_error", "message", err->message, "param"));
     snprintf(r->status, sizeof r->status, "failed");
     json_t *resp = response_obj(r, 1);
-    json_object_set_new(
-        resp, "error",
-        json_pack("{s:s,s:O}", "code", "server_error", "message", e ? e : json_string("error")));
+    json_object_set_new(resp, "error",
+                        json_pack("{s:s,s:s}", "code", "server_error", "message", err->message));
     event(r, out, "response.failed", json_pack("{s:o}", "response", resp));
+    close_item(r, out);
+}
+
+static void r_on(void *ctx, const serve_ev *ev, k3_buf *out) {
+    rctx *r = ctx;
+    switch (ev->kind) {
+    case SERVE_EV_TEXT:
+        on_text(r, ev->channel == SERVE_CH_REASONING ? 1 : 2, ev->text, ev->len, out);
+        break;
+    case SERVE_EV_TOOL_START:
+        r->call_id.n = r->name.n = r->args.n = 0;
+        k3_buf_put(&r->call_id, ev->call_id, strlen(ev->call_id) + 1);
+        k3_buf_put(&r->name, ev->name, strlen(ev->name) + 1);
+        break;
+    case SERVE_EV_TOOL_ARGS:
+        k3_buf_put(&r->args, ev->text, ev->len);
+        break;
+    case SERVE_EV_TOOL_END:
+        k3_buf_put(&r->args, "", 1);
+        r_tool(r, r->call_id.s, r->name.s, r->args.s, out);
+        break;
+    case SERVE_EV_LOGPROB:
+        json_decref(ev->logprob);
+        break;
+    case SERVE_EV_FINISH:
+        r_finish(r, ev->finish, ev->usage, out);
+        break;
+    case SERVE_EV_ERROR:
+        r_error(r, ev->err, out);
+        break;
+    case SERVE_EV_START:
+        break;
+    }
 }
 
 static void r_begin(void *ctx, k3_buf *out) {
@@ -305,11 +333,13 @@ static void r_release(void *ctx) {
     k3_buf_free(&r->text);
     k3_buf_free(&r->reasoning);
     k3_buf_free(&r->content);
+    k3_buf_free(&r->call_id);
+    k3_buf_free(&r->name);
+    k3_buf_free(&r->args);
     free(r);
 }
 
-static const serve_api RESPONSES = {
-    {r_reasoning, r_content, r_tool, r_finish, r_error}, r_begin, r_body, r_release};
+static const serve_render_ops RESPONSES = {r_begin, r_on, r_release};
 
 /* The request's cache_salt: absent, or a non-empty string of at most 1024
  * bytes (as on the chat route, which checks it again). 0 or -1 + e. */
@@ -419,5 +449,6 @@ enum MHD_Result serve_handle_responses(serve_conn *c) {
     r->created = (long long)time(NULL);
     snprintf(r->model, sizeof r->model, "%s", c->srv->eng->name);
     snprintf(r->status, sizeof r->status, "completed");
-    return serve_run_translated(c, chat, json_is_true(opt(req, "stream")), &RESPONSES, r);
+    json_object_set_new(chat, "stream", json_boolean(json_is_true(opt(req, "stream"))));
+    return serve_run_job(c, SERVE_CHAT, chat, (serve_render){&RESPONSES, r});
 }

@@ -65,96 +65,18 @@ struct serve_sched {
     serve_job **item_job; /* and whose item each is */
 };
 
-/* ---------------- jobs ---------------- */
-
-serve_job *serve_job_new(void) {
-    serve_job *j = k3_xcalloc(1, sizeof *j);
-    pthread_mutex_init(&j->mu, NULL);
-    pthread_cond_init(&j->cv, NULL);
-    j->refs = 1;
-    j->status = 200;
-    return j;
-}
-
-static void job_free(serve_job *j) {
-    serve_req_free(&j->req);
-    free(j->cache_scope);
-    free(j->marks);
-    free(j->prompt);
-    free(j->forced);
-    k3_constraint_free(j->constraint);
-    free(j->out);
-    pthread_mutex_destroy(&j->mu);
-    pthread_cond_destroy(&j->cv);
-    free(j);
-}
-
-void serve_job_retain(serve_job *j) {
-    pthread_mutex_lock(&j->mu);
-    j->refs++;
-    pthread_mutex_unlock(&j->mu);
-}
-
-void serve_job_release(serve_job *j) {
-    pthread_mutex_lock(&j->mu);
-    int left = --j->refs;
-    pthread_mutex_unlock(&j->mu);
-    if (left == 0) job_free(j);
-}
-
-void serve_job_cancel(serve_job *j) {
-    pthread_mutex_lock(&j->mu);
-    j->cancelled = 1;
-    pthread_cond_broadcast(&j->cv);
-    pthread_mutex_unlock(&j->mu);
-}
+/* ---------------- jobs (job.c) ---------------- */
 
 static int job_cancelled(serve_job *j) {
-    pthread_mutex_lock(&j->mu);
-    int c = j->cancelled;
-    pthread_mutex_unlock(&j->mu);
-    return c;
+    return serve_job_cancelled(j);
 }
 
-/* Move bytes produced by the worker to the connection's queue. */
 static void job_emit(serve_job *j, k3_buf *b, int done) {
-    pthread_mutex_lock(&j->mu);
-    if (b->n) {
-        if (j->out_len + b->n > j->out_cap) {
-            size_t c = j->out_cap ? j->out_cap : 1024;
-            while (c < j->out_len + b->n) c *= 2;
-            j->out = k3_xrealloc(j->out, c);
-            j->out_cap = c;
-        }
-        memcpy(j->out + j->out_len, b->s, b->n);
-        j->out_len += b->n;
-    }
-    if (done) j->done = 1;
-    pthread_cond_broadcast(&j->cv);
-    pthread_mutex_unlock(&j->mu);
-    b->n = 0;
+    serve_job_emit(j, b, done);
 }
 
 static void abs_deadline(struct timespec *ts, double timeout_s) {
-    clock_gettime(CLOCK_REALTIME, ts);
-    double t = (double)ts->tv_sec + ts->tv_nsec * 1e-9 + (timeout_s > 0 ? timeout_s : 0);
-    ts->tv_sec = (time_t)t;
-    ts->tv_nsec = (long)((t - (double)ts->tv_sec) * 1e9);
-}
-
-int serve_job_take(serve_job *j, double timeout_s, char **buf, size_t *len) {
-    struct timespec ts;
-    abs_deadline(&ts, timeout_s);
-    pthread_mutex_lock(&j->mu);
-    while (!j->out_len && !j->done && !j->cancelled)
-        if (pthread_cond_timedwait(&j->cv, &j->mu, &ts) == ETIMEDOUT) break;
-    *buf = j->out;
-    *len = j->out_len;
-    j->out = NULL;
-    j->out_len = j->out_cap = 0;
-    int finished = j->done;
-    pthread_mutex_unlock(&j->mu);
-    return finished;
+    serve_abs_deadline(ts, timeout_s);
 }
 
 /* ---------------- scheduler state ---------------- */
@@ -246,7 +168,8 @@ static int job_start(serve_sched *s, serve_job *j, k3_buf *b) {
     pthread_mutex_lock(&s->mu);
     unsigned long long no = ++s->seq_no;
     pthread_mutex_unlock(&s->mu);
-    if (serve_output_init(&j->output, s->eng, &j->req, j->prompt, j->n_prompt, no)) return -1;
+    if (serve_output_init(&j->output, s->eng, &j->req, j->prompt, j->n_prompt, no, &j->render))
+        return -1;
     j->output_ready = 1;
     /* last, as nothing may fail while the copier fills the sequence */
     j->seq = serve_pcache_lookup_async(s->cache, j->cache_scope, j->cache_scope_len, j->prompt,
@@ -313,9 +236,9 @@ static int on_logits(serve_sched *s, serve_job *j, k3_buf *b) {
         return 1;
     }
     if (j->req.logprobs)
-        serve_resp_add_logprob(
-            &j->output.resp,
-            serve_logprob_entry(s->eng->tok, j->logits, s->eng->vocab, id, j->req.top_logprobs));
+        serve_output_logprob(
+            &j->output,
+            serve_logprob_entry(s->eng->tok, j->logits, s->eng->vocab, id, j->req.top_logprobs), b);
     int stopped = serve_output_token(&j->output, id, b);
     if (b->n) job_emit(j, b, 0);
     if (stopped) {
@@ -345,8 +268,7 @@ static void job_cancel_now(serve_sched *s, serve_job *j, k3_buf *b) {
         serve_err e;
         serve_err_set(&e, 503, "server_error", NULL, "cancelled",
                       "The request was cancelled (the server is shutting down).");
-        j->status = 503;
-        k3_buf_puts_free(b, serve_err_json(&e));
+        serve_job_error_body(j, &e, b);
     }
     job_finish(s, j, "cancelled", b);
 }

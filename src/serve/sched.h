@@ -10,8 +10,9 @@
  * max_active jobs hold a sequence; up to max_queue more wait, and submit
  * refuses beyond that (HTTP 429).
  *
- * A job's output (SSE chunks or the final JSON body) is appended to the
- * job's byte queue under its mutex; the connection thread waits on the
+ * A job's output (the core's events, events.h, as its renderer writes them:
+ * SSE events or the final JSON body) is appended to the job's byte queue
+ * under its mutex; the connection thread waits on the
  * job's condition variable and drains the queue. A connection that goes
  * away calls serve_job_cancel(): the worker frees the job's sequence before
  * its next step.
@@ -42,6 +43,7 @@ typedef struct serve_job {
     double t_constrain;               /* worker: seconds spent masking and advancing it */
     char *cache_scope; /* prompt-cache scope (API key + cache_salt; malloc'd, may be NULL) */
     size_t cache_scope_len;
+    serve_render render; /* turns the output's events into the API's bytes (owned) */
 
     /* --- shared, under mu --- */
     pthread_mutex_t mu;
@@ -138,6 +140,14 @@ void serve_job_release(serve_job *j);
  * pending bytes into *buf, *len (malloc'd; NULL, 0 if none). Returns 1 if the
  * job is done and everything has been taken, else 0. */
 int serve_job_take(serve_job *j, double timeout_s, char **buf, size_t *len);
+
+/* job.c, for the worker: whether the job was cancelled; append b's bytes
+ * to the job's queue (and mark it done) and wake the reader, emptying b. */
+int serve_job_cancelled(serve_job *j);
+void serve_job_emit(serve_job *j, k3_buf *b, int done);
+/* The CLOCK_REALTIME time timeout_s from now, for pthread_cond_timedwait. */
+struct timespec;
+void serve_abs_deadline(struct timespec *ts, double timeout_s);
 
 serve_sched_stats serve_sched_get_stats(serve_sched *s);
 /* The batching counters of st as a JSON object (new reference) for /health:

@@ -57,7 +57,7 @@ bad_case unknown_model "{\"model\":\"gpt-4o\",\"messages\":[$U]}" model
 bad_case empty_messages '{"messages":[]}' messages
 bad_case max_tokens_zero "{\"messages\":[$U],\"max_tokens\":0}" max_tokens
 bad_case max_tokens_negative "{\"messages\":[$U],\"max_tokens\":-3}" max_tokens
-bad_case n_two "{\"messages\":[$U],\"n\":2}" n
+bad_case n_nine "{\"messages\":[$U],\"n\":9}" n
 bad_case invalid_utf8 "$(printf '{"messages":[{"role":"user","content":"\xc3\x28"}]}')" ''
 bad_case bad_role '{"messages":[{"role":"robot","content":"x"}]}' 'messages[0].role'
 st=$(post /v1/chat/completions "{\"model\":\"gpt-4o\",\"messages\":[$U]}")
