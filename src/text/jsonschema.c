@@ -19,16 +19,6 @@
  * are memoized), a backstop beside the grammar's own node budget */
 #define MAX_VISITS (4 * K3_G_MAX_NODES)
 
-k3_gnode *k3_sch_fail(ctx *c, const char *fmt, ...) {
-    char msg[384];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    snprintf(c->err, c->cap, "%s (at '%s')", msg, c->path[0] ? c->path : "schema");
-    return NULL;
-}
-
 static size_t memo_slot(const memo *m, const json_t *key) {
     size_t h = ((uintptr_t)key >> 4) * 0x9E3779B97F4A7C15ull;
     size_t i = h & (m->cap - 1);
@@ -112,17 +102,10 @@ static int in_list(const char *k, const char *const *list, size_t n) {
 }
 
 static k3_gnode *compile(ctx *c, const json_t *s, int depth);
-
-k3_gnode *k3_sch_sub(ctx *c, const json_t *s, int depth, const char *fmt, ...) {
-    size_t n = strlen(c->path);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->path + n, sizeof c->path - n, fmt, ap);
-    va_end(ap);
-    k3_gnode *r = compile(c, s, depth + 1);
-    if (r) c->path[n] = 0; /* on failure keep the deepest path for the message */
-    return r;
-}
+/* An object schema's grammar; with lead_key (one of its properties), that
+ * property is written first and begun by an enclosing literal
+ * (k3_g_object_tail: lead 1 or 2). */
+static k3_gnode *object_schema(ctx *c, const json_t *s, int depth, const char *lead_key, int lead);
 
 static int get_count(ctx *c, const json_t *s, const char *key, int dflt, int *out) {
     json_t *v = json_object_get(s, key);
@@ -169,7 +152,7 @@ static k3_gnode *enum_keyed_object(ctx *c, const json_t *s, const json_t *names,
     json_object_set_new(fixed, "properties", props);
     json_object_del(fixed, "propertyNames");
     json_object_set_new(fixed, "additionalProperties", json_false());
-    k3_gnode *r = k3_sch_object(c, fixed, depth, NULL, 0);
+    k3_gnode *r = object_schema(c, fixed, depth, NULL, 0);
     json_decref(fixed);
     return r;
 }
@@ -197,7 +180,7 @@ static int names_trivial(const json_t *names) {
     return !names || (json_object_size(names) == 1 && t && !strcmp(t, "string"));
 }
 
-k3_gnode *k3_sch_object(ctx *c, const json_t *s, int depth, const char *lead_key, int lead) {
+static k3_gnode *object_schema(ctx *c, const json_t *s, int depth, const char *lead_key, int lead) {
     json_t *props = json_object_get(s, "properties");
     json_t *req = json_object_get(s, "required");
     json_t *addl = json_object_get(s, "additionalProperties");
@@ -420,7 +403,7 @@ static k3_gnode *compile_type(ctx *c, const json_t *s, const char *t, int depth)
         k3_gnode *it = items ? sub(c, items, depth, ".items") : k3_g_any(c->g);
         return it ? k3_g_array(c->g, it, mn, mx) : NULL;
     }
-    if (!strcmp(t, "object")) return k3_sch_object(c, s, depth, NULL, 0);
+    if (!strcmp(t, "object")) return object_schema(c, s, depth, NULL, 0);
     return fail(c, "unknown type '%.40s'", t);
 }
 
@@ -436,17 +419,6 @@ static const char *implied_type(const json_t *s) {
         json_object_get(s, "format") || json_object_get(s, "pattern"))
         return "string";
     return NULL;
-}
-
-const json_t *k3_sch_ref_lookup(const json_t *root, const char *ref, int *form_ok) {
-    const char *name = NULL;
-    if (!strncmp(ref, "#/$defs/", 8))
-        name = ref + 8;
-    else if (!strncmp(ref, "#/definitions/", 14))
-        name = ref + 14;
-    *form_ok = name && !strchr(name, '/') && !strchr(name, '~');
-    if (!*form_ok) return NULL;
-    return json_object_get(json_object_get(root, ref[2] == '$' ? "$defs" : "definitions"), name);
 }
 
 static k3_gnode *compile_ref(ctx *c, const char *ref, int depth) {
@@ -550,7 +522,12 @@ static k3_gnode *compile(ctx *c, const json_t *s, int depth) {
 
 k3_gnode *k3_schema_compile(k3_gram *g, const json_t *schema, char *err, size_t cap,
                             int *too_complex) {
-    ctx c = {.g = g, .root = schema, .err = err, .cap = cap};
+    ctx c = {.g = g,
+             .root = schema,
+             .err = err,
+             .cap = cap,
+             .compile = compile,
+             .object = object_schema};
     err[0] = 0;
     k3_gnode *r = compile(&c, schema, 0);
     if (r && k3_gram_over(g)) r = NULL, over_budget(&c);

@@ -20,7 +20,18 @@ typedef struct {
     size_t n, cap;
 } memo;
 
-typedef struct {
+typedef struct ctx ctx;
+
+/* The compiler's recursive entry points, filled by k3_schema_compile: the
+ * helpers (jsonschema_ctx.c) and the union file (jsonschema_union.c) recurse
+ * through them, so they never call jsonschema.c back. */
+typedef k3_gnode *(*k3_sch_compile_fn)(ctx *c, const json_t *s, int depth);
+typedef k3_gnode *(*k3_sch_object_fn)(ctx *c, const json_t *s, int depth, const char *lead_key,
+                                      int lead);
+
+struct ctx {
+    k3_sch_compile_fn compile; /* any schema */
+    k3_sch_object_fn object;   /* an object schema, optionally led by one key */
     k3_gram *g;
     const json_t *root;
     memo done;
@@ -31,17 +42,13 @@ typedef struct {
     char *err;
     size_t cap;
     char path[256];
-} ctx;
+};
 
-/* Set the error message (with the current path); returns NULL. */
+/* Set the error message (with the current path); returns NULL (jsonschema_ctx.c). */
 k3_gnode *k3_sch_fail(ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Compile s with the path extended by the formatted suffix. */
 k3_gnode *k3_sch_sub(ctx *c, const json_t *s, int depth, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/* An object schema's grammar; with lead_key (one of its properties), that
- * property is written first and begun by an enclosing literal
- * (k3_g_object_tail: lead 1 or 2). */
-k3_gnode *k3_sch_object(ctx *c, const json_t *s, int depth, const char *lead_key, int lead);
 /* The schema ref ("#/$defs/X", "#/definitions/X") names in root, or NULL;
  * *form_ok 0 when ref is not of a supported form. */
 const json_t *k3_sch_ref_lookup(const json_t *root, const char *ref, int *form_ok);

@@ -187,7 +187,7 @@ static k3_gnode *tail(ctx *c, objalt *a, int idx, const char *kw, int depth, int
     for (int r = 0; r < a->n_refs; r++) c->refs[c->n_refs++] = a->refs[r];
     size_t len = strlen(c->path);
     snprintf(c->path + len, sizeof c->path - len, ".%s[%d]", kw, idx);
-    k3_gnode *t = k3_sch_object(c, a->s, depth + 1, a->lead, lead);
+    k3_gnode *t = c->object(c, a->s, depth + 1, a->lead, lead);
     if (t) c->path[len] = 0;
     c->n_refs -= a->n_refs;
     return t;
