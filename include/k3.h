@@ -99,6 +99,10 @@ int k3_forward(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, int a
  * first snap_at tokens (0 < snap_at <= n), as if fed those alone: a prompt
  * cache's snapshot at a message end inside a chunk, without a copy and
  * without a step that stops there.
+ * verify (speculative decoding): the item is a verify pass as k3_forward_spec
+ * (the last token and up to 31 drafts, no snap): logits, if not NULL, is
+ * [n, vocab] with every row's, and the sequence waits for k3_seq_spec_commit
+ * before it is fed again. Not on tensor/pipeline-parallel models.
  * Returns 0, or -1 with k3_errmsg() (nothing consumed when the items are
  * refused: bad token, duplicate or foreign sequence, bad snap). */
 typedef struct k3_batch_item {
@@ -108,6 +112,7 @@ typedef struct k3_batch_item {
     float *logits;
     k3_seq *snap;
     int64_t snap_at;
+    int verify;
 } k3_batch_item;
 int k3_forward_batch(k3_batch_item *items, int n);
 

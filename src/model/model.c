@@ -567,6 +567,26 @@ static int check_snap(const k3_batch_item *items, int n, int i, const k3_model *
     return 0;
 }
 
+/* A verify item (k3_batch_item.verify) is a verify pass the sequence can
+ * take (spec.c), without a snapshot. */
+static int check_verify(const k3_batch_item *it, int i) {
+    if (!it->verify) return 0;
+    if (it->snap)
+        return k3_seterr("k3_forward_batch: sequence %d is a verify pass and takes no snap", i);
+    return k3_spec_check(it->seq, it->n) ? k3_preferr("k3_forward_batch: sequence %d", i) : 0;
+}
+
+/* Point the verify items' KDA layers at their records; all or none. */
+static int verify_begin(k3_batch_item *items, int n) {
+    for (int i = 0; i < n; i++) {
+        if (!items[i].verify || !k3_spec_begin(items[i].seq, items[i].n)) continue;
+        while (i--)
+            if (items[i].verify) k3_spec_end(items[i].seq, 0, 1);
+        return -1;
+    }
+    return 0;
+}
+
 int k3_forward_batch_path(k3_batch_item *items, int n, int path) {
     if (n < 1) return k3_seterr("k3_forward_batch: need at least one sequence");
     k3_model *m = items[0].seq ? items[0].seq->m : NULL;
@@ -587,20 +607,22 @@ int k3_forward_batch_path(k3_batch_item *items, int n, int path) {
             return k3_seterr("k3_forward_batch: sequence %d brings %lld tokens; at most %d per "
                              "sequence per step",
                              i, (long long)it->n, K3_FORWARD_CHUNK);
-        if (check_snap(items, n, i, m)) return -1;
+        if (check_snap(items, n, i, m) || check_verify(it, i)) return -1;
         snaps += it->snap != NULL;
         total += it->n;
     }
     if ((m->tp_size > 1 || m->pp_size > 1) && !m->comm)
         return k3_seterr("k3_forward_batch: this model is one slice of a parallel group and has "
                          "no process group attached (k3_model_set_comm)");
+    if (verify_begin(items, n)) return -1;
     k3_par_hook_forward_batch(items, n, path);
     k3_seq **seq = k3_xmalloc(sizeof *seq * (size_t)n);
     k3_layer_cache **lc = k3_xmalloc(sizeof *lc * (size_t)n);
     int64_t *off = k3_xmalloc(sizeof *off * (size_t)(n + 1)),
-            *rows = k3_xmalloc(sizeof *rows * (size_t)n);
+            *rows = k3_xmalloc(sizeof *rows * (size_t)total);
     int32_t *tok = k3_xmalloc(sizeof *tok * (size_t)total);
-    float **out = k3_xmalloc(sizeof *out * (size_t)n);
+    float **out = k3_xmalloc(sizeof *out * (size_t)total);
+    const int64_t V = m->c->vocab_size;
     k3_seq **snap = snaps ? k3_xmalloc(sizeof *snap * (size_t)n) : NULL;
     int64_t *snap_at = snaps ? k3_xmalloc(sizeof *snap_at * (size_t)n) : NULL;
     k3_layer_cache **snap_lc = snaps ? k3_xmalloc(sizeof *snap_lc * (size_t)n) : NULL;
@@ -611,12 +633,18 @@ int k3_forward_batch_path(k3_batch_item *items, int n, int path) {
         seq[i] = items[i].seq;
         memcpy(tok + off[i], items[i].tokens, sizeof *tok * (size_t)items[i].n);
         off[i + 1] = off[i] + items[i].n;
-        if (items[i].logits) rows[nrows] = off[i + 1] - 1, out[nrows++] = items[i].logits;
+        if (items[i].logits && items[i].verify) /* a verify pass: every row's */
+            for (int64_t r = 0; r < items[i].n; r++)
+                rows[nrows] = off[i] + r, out[nrows++] = items[i].logits + r * V;
+        else if (items[i].logits)
+            rows[nrows] = off[i + 1] - 1, out[nrows++] = items[i].logits;
     }
     fwd_seqs fs = {seq, off, n, lc, snap, snap_at, snap_lc};
     k3_workspace *ws = ws_acquire(m);
     int rc = forward_ws(m, &fs, tok, total, NULL, 0, rows, out, nrows, path, ws);
     ws_release(m, ws);
+    for (int i = 0; i < n; i++)
+        if (items[i].verify) k3_spec_end(items[i].seq, items[i].n, rc != 0);
     free(seq);
     free(lc);
     free(off);

@@ -115,8 +115,8 @@ static void spec_arm(k3_seq *s, int arm) {
         if (s->m->L[i].is_kda) s->lc[i].rec = arm ? &s->spec->L[i] : NULL;
 }
 
-int k3_forward_spec(k3_seq *s, const int32_t *tokens, int64_t n, float *logits) {
-    k3_model *m = s->m;
+int k3_spec_check(const k3_seq *s, int64_t n) {
+    const k3_model *m = s->m;
     if (m->tp_size > 1 || m->pp_size > 1)
         return k3_seterr("k3_forward_spec: not available on a tensor/pipeline-parallel model");
     if (n < 1 || n > K3_SPEC_MAX_ROWS)
@@ -124,20 +124,32 @@ int k3_forward_spec(k3_seq *s, const int32_t *tokens, int64_t n, float *logits) 
                          K3_SPEC_MAX_ROWS);
     if (s->spec && s->spec->n)
         return k3_seterr("k3_forward_spec: the previous verify pass was not committed");
-    if (spec_reserve(s, n)) return -1;
+    return 0;
+}
+
+int k3_spec_begin(k3_seq *s, int64_t n) {
+    if (k3_spec_check(s, n) || spec_reserve(s, n)) return -1;
     s->spec->len0 = s->len;
     spec_arm(s, 1);
-    int rc = k3_forward_path(s, tokens, n, logits, 1, 0);
+    return 0;
+}
+
+void k3_spec_end(k3_seq *s, int64_t n, int failed) {
     spec_arm(s, 0);
     s->spec->n = n;
-    if (rc) { /* keep nothing: a refused pass consumed nothing, a failed one is undone */
-        if (s->len != s->spec->len0)
-            k3_seq_spec_commit(s, 0);
-        else
-            s->spec->n = 0;
-        return -1;
-    }
-    return 0;
+    if (!failed) return;
+    /* keep nothing: a refused pass consumed nothing, a failed one is undone */
+    if (s->len != s->spec->len0)
+        k3_seq_spec_commit(s, 0);
+    else
+        s->spec->n = 0;
+}
+
+int k3_forward_spec(k3_seq *s, const int32_t *tokens, int64_t n, float *logits) {
+    if (k3_spec_begin(s, n)) return -1;
+    int rc = k3_forward_path(s, tokens, n, logits, 1, 0);
+    k3_spec_end(s, n, rc != 0);
+    return rc ? -1 : 0;
 }
 
 /* The conv history of layer cache lc after the first keep rows of its record:
