@@ -45,5 +45,7 @@ void k3_par_hook_seq_clone(const k3_seq *src, k3_seq *dst);
 void k3_par_hook_seq_reset(k3_seq *s);
 void k3_par_hook_forward(k3_seq *s, const int32_t *tokens, int64_t n, int path);
 void k3_par_hook_forward_batch(const k3_batch_item *items, int n, int path);
+/* k3_seq_spec_commit: the followers keep the same rows of their verify pass. */
+void k3_par_hook_spec_commit(k3_seq *s, int64_t keep);
 
 #endif

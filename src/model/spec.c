@@ -19,6 +19,7 @@
  * the state per verify step than plain decoding, no more weight reads. */
 #include "base/err.h"
 #include "base/mem.h"
+#include "model/follow.h"
 #include "model/model.h"
 #include "model/ops.h"
 
@@ -117,8 +118,8 @@ static void spec_arm(k3_seq *s, int arm) {
 
 int k3_spec_check(const k3_seq *s, int64_t n) {
     const k3_model *m = s->m;
-    if (m->tp_size > 1 || m->pp_size > 1)
-        return k3_seterr("k3_forward_spec: not available on a tensor/pipeline-parallel model");
+    if (m->pp_size > 1) /* a stage holds some layers: the records assume all */
+        return k3_seterr("k3_forward_spec: not available on a pipeline-parallel model");
     if (n < 1 || n > K3_SPEC_MAX_ROWS)
         return k3_seterr("k3_forward_spec: %lld rows; a verify pass takes 1 to %d", (long long)n,
                          K3_SPEC_MAX_ROWS);
@@ -145,11 +146,11 @@ void k3_spec_end(k3_seq *s, int64_t n, int failed) {
         s->spec->n = 0;
 }
 
+/* One verify item of a batch: under tensor parallelism the followers learn
+ * from the batch that it is a verify pass (follow.c). */
 int k3_forward_spec(k3_seq *s, const int32_t *tokens, int64_t n, float *logits) {
-    if (k3_spec_begin(s, n)) return -1;
-    int rc = k3_forward_path(s, tokens, n, logits, 1, 0);
-    k3_spec_end(s, n, rc != 0);
-    return rc ? -1 : 0;
+    k3_batch_item it = {.seq = s, .tokens = tokens, .n = n, .logits = logits, .verify = 1};
+    return k3_forward_batch_path(&it, 1, 0);
 }
 
 /* The conv history of layer cache lc after the first keep rows of its record:
@@ -189,6 +190,7 @@ int k3_seq_spec_commit(k3_seq *s, int64_t keep) {
     if (keep < 0 || keep > sp->n)
         return k3_seterr("k3_seq_spec_commit: keep %lld is outside [0, %lld]", (long long)keep,
                          (long long)sp->n);
+    k3_par_hook_spec_commit(s, keep);
     const k3_config *c = s->m->c;
     const int nl = c->num_hidden_layers, H = c->kda_heads;
     int64_t drop = sp->n - keep;
