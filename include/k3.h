@@ -126,6 +126,8 @@ int k3_forward_batch(k3_batch_item *items, int n);
  * 0, or -1 with k3_errmsg() (a failed pass leaves the sequence as before). */
 int k3_forward_spec(k3_seq *s, const int32_t *tokens, int64_t n, float *logits);
 int k3_seq_spec_commit(k3_seq *s, int64_t keep);
+/* 1 if m's sequences can take verify passes (0: a pipeline-parallel model). */
+int k3_model_can_speculate(const k3_model *m);
 
 const char *k3_errmsg(void);
 

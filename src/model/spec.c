@@ -116,9 +116,12 @@ static void spec_arm(k3_seq *s, int arm) {
         if (s->m->L[i].is_kda) s->lc[i].rec = arm ? &s->spec->L[i] : NULL;
 }
 
+int k3_model_can_speculate(const k3_model *m) {
+    return m->pp_size <= 1; /* a stage holds some layers: the records assume all */
+}
+
 int k3_spec_check(const k3_seq *s, int64_t n) {
-    const k3_model *m = s->m;
-    if (m->pp_size > 1) /* a stage holds some layers: the records assume all */
+    if (!k3_model_can_speculate(s->m))
         return k3_seterr("k3_forward_spec: not available on a pipeline-parallel model");
     if (n < 1 || n > K3_SPEC_MAX_ROWS)
         return k3_seterr("k3_forward_spec: %lld rows; a verify pass takes 1 to %d", (long long)n,

@@ -25,8 +25,8 @@ struct serve_spec {
     int32_t x;                     /* the draft at the row being taken, or -1 */
 };
 
-int serve_spec_kmax(const serve_req *q, int server_kmax) {
-    if (q->speculative == 0) return 0;
+int serve_spec_kmax(const serve_req *q, int server_kmax, const k3_model *m) {
+    if (q->speculative == 0 || !k3_model_can_speculate(m)) return 0;
     if (q->speculative == 1 && !server_kmax) return K3_GEN_SPEC_MAX;
     return server_kmax;
 }

@@ -39,8 +39,9 @@ typedef struct {
 
 /* The drafts per step for a request: the server's server_kmax (0: off),
  * unless the request says "speculative": false (0) or true (the server's,
- * or k3 generate's default K3_GEN_SPEC_MAX when the server's is off). */
-int serve_spec_kmax(const serve_req *q, int server_kmax);
+ * or k3 generate's default K3_GEN_SPEC_MAX when the server's is off); 0 on
+ * a model that cannot speculate (pipeline parallel). */
+int serve_spec_kmax(const serve_req *q, int server_kmax, const k3_model *m);
 
 /* Start speculation for a job (kmax 0: none); the job then has j->spec. */
 void serve_spec_start(serve_job *j, int kmax, int vocab);
