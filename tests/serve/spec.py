@@ -221,6 +221,21 @@ def mode_forced():
     m1 = metrics()
     check("forced_kept_drafts",
           m1["k3_spec_accepted_tokens_total"] - m0["k3_spec_accepted_tokens_total"] >= 20, (m0, m1))
+    # the Anthropic and Responses APIs pass "speculative" on
+    said = SENTENCE + ". " + SENTENCE + ". " + SENTENCE
+    apis = {"messages": ("/v1/messages", {"model": "tiny", "max_tokens": 60, "messages": [
+                {"role": "user", "content": said}], "k3_test_force_text": said}),
+            "responses": ("/v1/responses", {"model": "tiny", "max_output_tokens": 60,
+                          "input": said, "k3_test_force_text": said})}
+    for name, (path, body) in apis.items():
+        for spec in (False, True):
+            a = metrics()
+            st, text = post(path, {**body, "speculative": spec})
+            fed = metrics()["k3_spec_draft_tokens_total"] - a["k3_spec_draft_tokens_total"]
+            check(f"{name}_speculative_{str(spec).lower()}",
+                  st == 200 and (fed > 0) == spec, (st, text[:200], fed))
+        st, text = post(path, {**body, "speculative": 1})
+        check(f"{name}_speculative_bad_type_400", st == 400 and "speculative" in text, (st, text))
 
 
 def mode_off():
