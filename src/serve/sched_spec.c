@@ -20,7 +20,7 @@ struct serve_spec {
     int kmax;
     int64_t pushed;                /* tokens of prompt + generated the drafter has */
     int32_t row[K3_DRAFT_MAX + 1]; /* the verify item's tokens: pending, then drafts */
-    float *logits;                 /* [(kmax + 1), vocab] */
+    float *logits;                 /* [(kmax + 1), vocab], from the first drafts on */
     double *probs;                 /* [vocab] scratch of the sampling rule (NULL when greedy) */
     int32_t x;                     /* the draft at the row being taken, or -1 */
 };
@@ -31,14 +31,12 @@ int serve_spec_kmax(const serve_req *q, int server_kmax, const k3_model *m) {
     return server_kmax;
 }
 
-void serve_spec_start(serve_job *j, int kmax, int vocab) {
+void serve_spec_start(serve_job *j, int kmax) {
     if (kmax <= 0) return;
     serve_spec *sp = k3_xcalloc(1, sizeof *sp);
     sp->kmax = kmax > K3_DRAFT_MAX ? K3_DRAFT_MAX : kmax;
     sp->d = k3_drafter_new(sp->kmax);
-    sp->logits = k3_xmalloc(sizeof(float) * (size_t)(sp->kmax + 1) * (size_t)vocab);
-    if (j->req.temperature > 0) sp->probs = k3_xmalloc(sizeof(double) * (size_t)vocab);
-    sp->x = -1;
+    sp->x = -1; /* the buffers come with the first drafts: many requests never draft */
     j->spec = sp;
 }
 
@@ -81,6 +79,10 @@ int64_t serve_spec_draft(serve_job *j, k3_batch_item *it, int64_t room, int voca
     if (k > 0 && j->constraint) /* drafts the grammar refuses could never be kept */
         k = k3_constraint_fits(j->constraint, sp->row + 1, (int)k);
     if (k <= 0) return 0;
+    if (!sp->logits) {
+        sp->logits = k3_xmalloc(sizeof(float) * (size_t)(sp->kmax + 1) * (size_t)vocab);
+        if (j->req.temperature > 0) sp->probs = k3_xmalloc(sizeof(double) * (size_t)vocab);
+    }
     sp->row[0] = j->pending;
     *it = (k3_batch_item){
         .seq = j->seq, .tokens = sp->row, .n = 1 + k, .logits = sp->logits, .verify = 1};

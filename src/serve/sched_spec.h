@@ -44,7 +44,7 @@ typedef struct {
 int serve_spec_kmax(const serve_req *q, int server_kmax, const k3_model *m);
 
 /* Start speculation for a job (kmax 0: none); the job then has j->spec. */
-void serve_spec_start(serve_job *j, int kmax, int vocab);
+void serve_spec_start(serve_job *j, int kmax);
 /* Free the job's speculation state (job_finish). */
 void serve_spec_end(serve_job *j);
 
