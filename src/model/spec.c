@@ -152,6 +152,7 @@ void k3_spec_end(k3_seq *s, int64_t n, int failed) {
 /* One verify item of a batch: under tensor parallelism the followers learn
  * from the batch that it is a verify pass (follow.c). */
 int k3_forward_spec(k3_seq *s, const int32_t *tokens, int64_t n, float *logits) {
+    if (k3_spec_check(s, n)) return -1; /* before reading n tokens */
     k3_batch_item it = {.seq = s, .tokens = tokens, .n = n, .logits = logits, .verify = 1};
     return k3_forward_batch_path(&it, 1, 0);
 }
