@@ -124,6 +124,10 @@ int k3_forward(k3_seq *s, const int32_t *tokens, int64_t n, float *logits, int a
  * first snap_at tokens (0 < snap_at <= n), as if fed those alone: a prompt
  * cache's snapshot at a message end inside a chunk, without a copy and
  * without a step that stops there.
+ * verify (speculative decoding): the item is a verify pass as k3_forward_spec
+ * (the last token and up to 31 drafts, no snap): logits, if not NULL, is
+ * [n, vocab] with every row's, and the sequence waits for k3_seq_spec_commit
+ * before it is fed again. Not on pipeline-parallel models.
  * Returns 0, or -1 with k3_errmsg() (nothing consumed when the items are
  * refused: bad token, duplicate or foreign sequence, bad snap). */
 typedef struct k3_batch_item {
@@ -133,6 +137,7 @@ typedef struct k3_batch_item {
     float *logits;
     k3_seq *snap;
     int64_t snap_at;
+    int verify;
 } k3_batch_item;
 int k3_forward_batch(k3_batch_item *items, int n);
 
@@ -141,10 +146,13 @@ int k3_forward_batch(k3_batch_item *items, int n);
  * k3_seq_spec_commit(s, keep) keeps the first keep rows (0..n) and forgets
  * the rest, leaving the sequence as if only those tokens had been fed (the
  * kept rows' state is what the pass computed for them). No other call may
- * feed s between the two. Not available on tensor/pipeline-parallel models.
+ * feed s between the two. Not available on pipeline-parallel models (tensor
+ * parallel: the followers run the same pass and commit).
  * 0, or -1 with k3_errmsg() (a failed pass leaves the sequence as before). */
 int k3_forward_spec(k3_seq *s, const int32_t *tokens, int64_t n, float *logits);
 int k3_seq_spec_commit(k3_seq *s, int64_t keep);
+/* 1 if m's sequences can take verify passes (0: a pipeline-parallel model). */
+int k3_model_can_speculate(const k3_model *m);
 
 const char *k3_errmsg(void);
 

@@ -98,6 +98,33 @@ TEST(constrain_mask_matches_brute_force) {
     k3_constraint_free(c);
 }
 
+/* Drafts: k3_constraint_fits counts the leading ids the grammar takes from
+ * its present state (the first refused ends the run) and leaves the state
+ * as it was, so the text's own ids still advance it afterwards. */
+TEST(constrain_fits_counts_drafts_and_keeps_the_state) {
+    const char *text = "{\"name\": \"Ann\", \"age\": 42, \"tags\": [], \"kind\": \"cat\"}";
+    k3_constraint *c = make();
+    int32_t *ids;
+    size_t n;
+    k3_tok_encode(tok, text, strlen(text), 0, &ids, &n);
+    CHECK(k3_constraint_fits(c, ids, (int)n) == (int)n, "the whole valid text fits");
+    int32_t *bad = malloc(sizeof *bad * n);
+    memcpy(bad, ids, sizeof *bad * n);
+    int32_t *x;
+    size_t nx;
+    k3_tok_encode(tok, "x", 1, 0, &x, &nx);
+    bad[n - 1] = x[0]; /* "cat" is closed (or is the enum's whole value): no x */
+    CHECK(k3_constraint_fits(c, bad, (int)n) == (int)n - 1, "cut at the refused id: %d of %zu",
+          k3_constraint_fits(c, bad, (int)n), n);
+    CHECK(k3_constraint_fits(c, ids + 1, 2) == 0, "the text's second id cannot start it");
+    for (size_t k = 0; k < n; k++) /* the state did not move */
+        CHECK(k3_constraint_accept(c, ids[k]) == 0, "id %zu after the fits calls", k);
+    free(x);
+    free(bad);
+    free(ids);
+    k3_constraint_free(c);
+}
+
 TEST(constrain_random_generations_parse) {
     float *logits = malloc(sizeof(float) * (size_t)vocab);
     int bad = 0, runs = 0;
@@ -165,6 +192,7 @@ int main(void) {
     printf("  trie: %zu nodes built in %.1f ms\n", k3_vtrie_nodes(trie), (now() - t0) * 1e3);
     RUN(constrain_mask_matches_brute_force);
     RUN(constrain_random_generations_parse);
+    RUN(constrain_fits_counts_drafts_and_keeps_the_state);
     k3_vtrie_free(trie);
     k3_tok_free(tok);
     char cmd[300];

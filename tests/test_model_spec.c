@@ -16,7 +16,10 @@
  * Also with a test hook that rejects the draft at each row in turn, and with
  * max_tokens ending generation inside a step (the cache then holds what
  * plain decoding leaves). Rollback and generation run with a bf16 latent
- * cache too (--cache-type bf16: the commit truncates that cache). */
+ * cache too (--cache-type bf16: the commit truncates that cache).
+ *
+ * Batched: a verify item of k3_forward_batch beside a decode and a prompt
+ * chunk gives the logits of a verify pass alone, and commits the same. */
 #include "gen/generate.h"
 #include "k3.h"
 #include "t.h"
@@ -220,7 +223,62 @@ TEST(commit_refuses_without_a_pass_and_out_of_range) {
     k3_model_free(m);
 }
 
+/* A verify item rides in k3_forward_batch beside a decode and a prompt
+ * chunk: its rows' logits, and after a commit the next step's, are those of
+ * k3_forward_spec on a twin sequence alone (to the batch's rounding, as in
+ * test_model_batch), and the others' logits those of their own passes. */
+TEST(verify_item_in_a_batch_equals_a_verify_pass_alone) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/tiny-bf16", t_fixtures());
+    k3_model *m = k3_model_load(dir, NULL);
+    CHECK(m != NULL, "%s", k3_errmsg());
+    if (!m) return;
+    const int V = k3_model_vocab(m);
+    int32_t p[NP], row[K], chunk[5] = {7, 8, 9, 10, 11};
+    prompt_ids(p, NP, V);
+    for (int i = 0; i < K; i++) row[i] = p[i + 3];
+    k3_seq *a = k3_seq_new(m), *twin = k3_seq_new(m), *c = k3_seq_new(m), *c1 = k3_seq_new(m),
+           *d = k3_seq_new(m);
+    float *La = malloc(sizeof(float) * K * (size_t)V), *Lt = malloc(sizeof(float) * K * (size_t)V);
+    float *Lc = malloc(sizeof(float) * (size_t)V), *Lc1 = malloc(sizeof(float) * (size_t)V);
+    CHECK(!k3_forward(a, p, NP, NULL, 0) && !k3_forward(twin, p, NP, NULL, 0));
+    CHECK(!k3_forward(c, p, 9, NULL, 0) && !k3_forward(c1, p, 9, NULL, 0));
+    k3_batch_item it[3] = {{.seq = c, .tokens = p + 9, .n = 1, .logits = Lc},
+                           {.seq = a, .tokens = row, .n = K, .logits = La, .verify = 1},
+                           {.seq = d, .tokens = chunk, .n = 5}};
+    CHECK(!k3_forward_batch(it, 3), "%s", k3_errmsg());
+    CHECK(!k3_forward_spec(twin, row, K, Lt) && !k3_forward(c1, p + 9, 1, Lc1, 0));
+    double worst = 0;
+    for (int r = 0; r < K; r++) {
+        double e = rel_diff(La + (size_t)r * V, Lt + (size_t)r * V, V);
+        worst = e > worst ? e : worst;
+    }
+    CHECK(worst <= 1e-5, "verify rows in a batch differ from alone by %g", worst);
+    CHECK(rel_diff(Lc, Lc1, V) <= 1e-5, "the decode beside the verify item differs");
+    CHECK(k3_seq_len(a) == NP + K && k3_seq_len(d) == 5);
+    it[1].n = 2; /* a pass awaits its commit: refused, nothing consumed */
+    CHECK(k3_forward_batch(it + 1, 1) == -1 && k3_seq_len(a) == NP + K);
+    CHECK(!k3_seq_spec_commit(a, 3) && !k3_seq_spec_commit(twin, 3) && k3_seq_len(a) == NP + 3);
+    int32_t next = 5;
+    CHECK(!k3_forward(a, &next, 1, La, 0) && !k3_forward(twin, &next, 1, Lt, 0));
+    CHECK(rel_diff(La, Lt, V) <= 1e-5, "after the commit: %g", rel_diff(La, Lt, V));
+    k3_seq *snap = k3_seq_new(m);
+    k3_batch_item bad = {.seq = c, .tokens = row, .n = 2, .verify = 1, .snap = snap, .snap_at = 1};
+    CHECK(k3_forward_batch(&bad, 1) == -1, "a verify item with a snapshot");
+    int32_t many[33] = {0};
+    bad = (k3_batch_item){.seq = c, .tokens = many, .n = 33, .verify = 1};
+    CHECK(k3_forward_batch(&bad, 1) == -1 && k3_seq_len(c) == 10, "33 verify rows");
+    k3_seq *all[] = {a, twin, c, c1, d, snap};
+    for (int i = 0; i < 6; i++) k3_seq_free(all[i]);
+    free(La);
+    free(Lt);
+    free(Lc);
+    free(Lc1);
+    k3_model_free(m);
+}
+
 int main(void) {
+    RUN(verify_item_in_a_batch_equals_a_verify_pass_alone);
     RUN(speculative_decoding_on_the_fixtures);
     RUN(commit_refuses_without_a_pass_and_out_of_range);
     return t_done();

@@ -8,6 +8,7 @@
 #include "base/err.h"
 #include "base/mem.h"
 #include "gen/builtin.h"
+#include "gen/gen_opts.h"
 #include "kernels/kernels.h"
 #include "model/plan.h"
 #include "serve/guard.h"
@@ -83,6 +84,10 @@ static void serve_usage(FILE *f) {
            "                       256 or two blocks, whichever is more, at most --cache-mb;\n"
            "                       0 = none). At K3's real size a block is ~465 MB: give\n"
            "                       4096 to keep 8 ready\n"
+           "  --spec ngram|off     speculative decoding: drafts from each request's own\n"
+           "                       context, verified in the batched step (default ngram);\n"
+           "                       a request's \"speculative\": false/true overrides it\n"
+           "  --spec-max K         drafts per step at most, 1..16 (default 8)\n"
            "  --threads N          OpenMP threads for the model (default: all cores) [-t]\n"
            "  --act-int8           int8 activations for quantized decode (AVX-512 VNNI;\n"
            "                       faster, lossy, off by default)\n"
@@ -138,7 +143,8 @@ typedef struct {
     char **keys; /* --api-key, --api-key-file (malloc'd) */
     int n_keys;
     int threads;
-    int cache_type; /* --cache-type: K3_CACHE_F32 or K3_CACHE_BF16 */
+    int cache_type;     /* --cache-type: K3_CACHE_F32 or K3_CACHE_BF16 */
+    int spec, spec_max; /* --spec ngram|off, --spec-max */
 } model_args;
 
 /* Append a repeatable option's value; a comma-separated list adds each item. */
@@ -176,6 +182,8 @@ static int parse_opt(const char *a, char *v, serve_opts *o, model_args *m) {
                                              "--cache-mb",
                                              "--state-reserve-mb",
                                              "--threads",
+                                             "--spec",
+                                             "--spec-max",
                                              "--max-queue",
                                              "--max-batch",
                                              "--max-step-tokens",
@@ -302,6 +310,15 @@ static int parse_opt(const char *a, char *v, serve_opts *o, model_args *m) {
     } else if (!strcmp(a, "--threads")) {
         if (int_arg(a, v, 0, 4096, &x)) return -1;
         m->threads = (int)x;
+    } else if (!strcmp(a, "--spec")) {
+        if (strcmp(v, "ngram") && strcmp(v, "off")) {
+            fprintf(stderr, "k3 serve: --spec takes ngram or off, got '%s'\n", v);
+            return -1;
+        }
+        m->spec = !strcmp(v, "ngram");
+    } else if (!strcmp(a, "--spec-max")) {
+        if (int_arg(a, v, 1, 16, &x)) return -1;
+        m->spec_max = (int)x;
     } else {
         fprintf(stderr, "k3 serve: unknown option '%s' (see k3 serve --help)\n", a);
         return -1;
@@ -362,7 +379,7 @@ static int positional_model(const char *a, model_args *m) {
 int cmd_serve(int argc, char **argv) {
     serve_opts o;
     serve_opts_default(&o);
-    model_args m = {0};
+    model_args m = {.spec = 1, .spec_max = K3_GEN_SPEC_MAX};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             serve_usage(stdout);
@@ -400,6 +417,7 @@ int cmd_serve(int argc, char **argv) {
         free_keys(&m);
         return 1;
     }
+    e.spec_max = m.spec ? m.spec_max : 0;
     if (o.ctx_size > 0 && k3_seq_plan_check(e.model, o.ctx_size, o.cache_budget, 0)) {
         fprintf(stderr, "k3 serve: %s\n", k3_errmsg());
         serve_engine_close(&e);

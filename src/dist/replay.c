@@ -23,7 +23,8 @@ enum {
     OP_SEQ_CLONE,
     OP_SEQ_RESET,
     OP_FORWARD,
-    OP_FORWARD_BATCH
+    OP_FORWARD_BATCH,
+    OP_SPEC_COMMIT
 };
 
 struct k3_dist_replay {
@@ -139,8 +140,9 @@ static void hook_forward(void *ctx, k3_seq *s, const int32_t *tokens, int64_t n,
 }
 
 /* A batch: command (count, total tokens, path), then per item its sequence
- * id, token count, snapshot id (-1: none) and snap_at, then all the tokens. */
-enum { BATCH_HDR = 4 };
+ * id, token count, snapshot id (-1: none), snap_at and whether it is a
+ * verify pass (k3_batch_item.verify), then all the tokens. */
+enum { BATCH_HDR = 5 };
 
 static void hook_forward_batch(void *ctx, const k3_batch_item *items, int n, int path) {
     k3_dist_replay *r = ctx;
@@ -151,6 +153,7 @@ static void hook_forward_batch(void *ctx, const k3_batch_item *items, int n, int
         int64_t *h = hdr + BATCH_HDR * i;
         h[0] = items[i].seq->par_id, h[1] = items[i].n;
         h[2] = items[i].snap ? items[i].snap->par_id : -1, h[3] = items[i].snap_at;
+        h[4] = items[i].verify;
         total += items[i].n;
     }
     int32_t *tok = k3_xmalloc(sizeof *tok * (size_t)total);
@@ -161,6 +164,12 @@ static void hook_forward_batch(void *ctx, const k3_batch_item *items, int n, int
     bcast(r, tok, sizeof *tok * (size_t)total);
     free(hdr);
     free(tok);
+}
+
+/* k3_seq_spec_commit: the followers keep the same rows of their verify pass. */
+static void hook_spec_commit(void *ctx, k3_seq *s, int64_t keep) {
+    k3_dist_replay *r = ctx;
+    if (driving(r)) send_cmd(r, OP_SPEC_COMMIT, s->par_id, keep, 0, 0);
 }
 
 k3_dist_replay *k3_dist_replay_new(const k3_comm *comm, int pipeline) {
@@ -176,7 +185,8 @@ k3_dist_replay *k3_dist_replay_new(const k3_comm *comm, int pipeline) {
                                 hook_seq_clone,
                                 hook_seq_reset,
                                 hook_forward,
-                                hook_forward_batch};
+                                hook_forward_batch,
+                                hook_spec_commit};
     k3_model_set_hooks(&r->hooks);
     return r;
 }
@@ -283,7 +293,8 @@ static int execute(follower *f, const command *k) {
         int rc = 0;
         for (int i = 0, at = 0; i < n; at += (int)hdr[BATCH_HDR * i + 1], i++) {
             const int64_t *h = hdr + BATCH_HDR * i;
-            it[i] = (k3_batch_item){.seq = *seq_slot(f, h[0]), .tokens = tok + at, .n = h[1]};
+            it[i] = (k3_batch_item){
+                .seq = *seq_slot(f, h[0]), .tokens = tok + at, .n = h[1], .verify = (int)h[4]};
             if (!it[i].seq) rc = k3_seterr("forward on unknown sequence %lld", (long long)h[0]);
             if (h[2] >= 0) {
                 it[i].snap = *seq_slot(f, h[2]), it[i].snap_at = h[3];
@@ -296,6 +307,11 @@ static int execute(follower *f, const command *k) {
         free(tok);
         free(it);
         return rc;
+    }
+    case OP_SPEC_COMMIT: {
+        k3_seq *s = *seq_slot(f, k->a);
+        return s ? k3_seq_spec_commit(s, k->b)
+                 : k3_seterr("commit on unknown sequence %lld", (long long)k->a);
     }
     }
     return k3_seterr("unknown command %lld from the driver", (long long)k->op);

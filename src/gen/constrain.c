@@ -312,6 +312,15 @@ int k3_constraint_accept(k3_constraint *c, int32_t id) {
     return 0;
 }
 
+int k3_constraint_fits(k3_constraint *c, const int32_t *ids, int n) {
+    k3_gstate was;
+    k3_gstate_copy(&was, &c->st);
+    int k = 0;
+    while (k < n && !k3_constraint_accept(c, ids[k])) k++;
+    k3_gstate_copy(&c->st, &was);
+    return k;
+}
+
 int k3_constraint_budget_cut(const k3_constraint *c) {
     return c->budget_cut;
 }

@@ -47,6 +47,10 @@ int k3_constraint_mask(k3_constraint *c, float *logits, int budget);
 /* Advance by a chosen token. 0, or -1 if the token does not fit (a bug or a
  * forced token). */
 int k3_constraint_accept(k3_constraint *c, int32_t id);
+/* How many of ids[0..n), in order, the grammar takes from its present state
+ * (speculative drafts: the first one refused ends the run). The state is
+ * left as it was. */
+int k3_constraint_fits(k3_constraint *c, const int32_t *ids, int n);
 /* 1 once the grammar is complete. */
 int k3_constraint_done(const k3_constraint *c);
 /* 1 once a token was refused only because the budget could not fit its

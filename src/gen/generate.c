@@ -187,7 +187,7 @@ int k3_generate(k3_model *m, k3_seq *s, const k3_tokenizer *tok, const int32_t *
     g.stop = k3_stopper_new(p->stops, p->n_stops);
     g.logits = k3_xmalloc((size_t)V * sizeof *g.logits);
     g.V = V;
-    g.spec = k3_spec_new(p->spec_max, V);
+    g.spec = k3_spec_new(k3_model_can_speculate(m) ? p->spec_max : 0, V); /* else plain */
     g.spec->reject_at = p->spec_reject_at - 1;
     g.probs = p->spec_max && p->sp.temp > 0 ? k3_xmalloc((size_t)V * sizeof *g.probs) : NULL;
     for (size_t i = 0; i < p->n_draft_context; i++) k3_spec_push(g.spec, p->draft_context[i]);

@@ -278,6 +278,26 @@ static int check_snap(const k3_batch_item *items, int n, int i, const k3_model *
     return 0;
 }
 
+/* A verify item (k3_batch_item.verify) is a verify pass the sequence can
+ * take (spec.c), without a snapshot. */
+static int check_verify(const k3_batch_item *it, int i) {
+    if (!it->verify) return 0;
+    if (it->snap)
+        return k3_seterr("k3_forward_batch: sequence %d is a verify pass and takes no snap", i);
+    return k3_spec_check(it->seq, it->n) ? k3_preferr("k3_forward_batch: sequence %d", i) : 0;
+}
+
+/* Point the verify items' KDA layers at their records; all or none. */
+static int verify_begin(k3_batch_item *items, int n) {
+    for (int i = 0; i < n; i++) {
+        if (!items[i].verify || !k3_spec_begin(items[i].seq, items[i].n)) continue;
+        while (i--)
+            if (items[i].verify) k3_spec_end(items[i].seq, 0, 1);
+        return -1;
+    }
+    return 0;
+}
+
 /* The items are one model's distinct sequences with valid tokens and snaps;
  * their token count and snapshot count go to *total and *snaps. */
 static int check_batch(const k3_batch_item *items, int n, const k3_model *m, int64_t *total,
@@ -297,7 +317,7 @@ static int check_batch(const k3_batch_item *items, int n, const k3_model *m, int
             return k3_seterr("k3_forward_batch: sequence %d brings %lld tokens; at most %d per "
                              "sequence per step",
                              i, (long long)it->n, K3_FORWARD_CHUNK);
-        if (check_snap(items, n, i, m)) return -1;
+        if (check_snap(items, n, i, m) || check_verify(it, i)) return -1;
         *snaps += it->snap != NULL;
         *total += it->n;
     }
@@ -307,7 +327,9 @@ static int check_batch(const k3_batch_item *items, int n, const k3_model *m, int
     return 0;
 }
 
-/* A batch's lists, carved out of the workspace: a step allocates nothing. */
+/* A batch's lists, carved out of the workspace: a step allocates nothing.
+ * Logit rows (rows, out) number up to the batch's tokens: a verify item
+ * asks for every row's. */
 typedef struct {
     k3_seq **seq, **snap;
     k3_layer_cache **lc, **snap_lc;
@@ -317,13 +339,14 @@ typedef struct {
 } batch_lists;
 
 static void carve_batch(k3_workspace *ws, int n, int64_t total, batch_lists *bl) {
-    size_t np = (size_t)n;
-    void **p = k3_grow(&ws->batch, sizeof(void *) * 5 * np + sizeof(int64_t) * (3 * np + 1) +
-                                       sizeof(int32_t) * (size_t)total);
+    size_t np = (size_t)n, nt = (size_t)total;
+    void **p = k3_grow(&ws->batch, sizeof(void *) * (4 * np + nt) +
+                                       sizeof(int64_t) * (2 * np + 1 + nt) + sizeof(int32_t) * nt);
     bl->seq = (k3_seq **)p, bl->snap = (k3_seq **)(p + np);
     bl->lc = (k3_layer_cache **)(p + 2 * np), bl->snap_lc = (k3_layer_cache **)(p + 3 * np);
     bl->out = (float **)(p + 4 * np);
-    bl->off = (int64_t *)(p + 5 * np), bl->rows = bl->off + np + 1, bl->snap_at = bl->rows + np;
+    bl->off = (int64_t *)(p + 4 * np + nt), bl->rows = bl->off + np + 1;
+    bl->snap_at = bl->rows + nt;
     bl->tok = (int32_t *)(bl->snap_at + np);
 }
 
@@ -332,11 +355,12 @@ int k3_forward_batch_path(k3_batch_item *items, int n, int path) {
     k3_model *m = items[0].seq ? items[0].seq->m : NULL;
     int64_t total = 0;
     int snaps = 0;
-    if (check_batch(items, n, m, &total, &snaps)) return -1;
+    if (check_batch(items, n, m, &total, &snaps) || verify_begin(items, n)) return -1;
     if (m->hooks && m->hooks->forward_batch) m->hooks->forward_batch(m->hooks->ctx, items, n, path);
     k3_workspace *ws = ws_acquire(m);
     batch_lists bl;
     carve_batch(ws, n, total, &bl);
+    const int64_t V = m->c->vocab_size;
     int nrows = 0;
     bl.off[0] = 0;
     for (int i = 0; i < n; i++) {
@@ -344,14 +368,28 @@ int k3_forward_batch_path(k3_batch_item *items, int n, int path) {
         bl.seq[i] = items[i].seq;
         memcpy(bl.tok + bl.off[i], items[i].tokens, sizeof *bl.tok * (size_t)items[i].n);
         bl.off[i + 1] = bl.off[i] + items[i].n;
-        if (items[i].logits) bl.rows[nrows] = bl.off[i + 1] - 1, bl.out[nrows++] = items[i].logits;
+        if (items[i].logits && items[i].verify) /* a verify pass: every row's */
+            for (int64_t r = 0; r < items[i].n; r++)
+                bl.rows[nrows] = bl.off[i] + r, bl.out[nrows++] = items[i].logits + r * V;
+        else if (items[i].logits)
+            bl.rows[nrows] = bl.off[i + 1] - 1, bl.out[nrows++] = items[i].logits;
     }
     fwd_seqs fs = {bl.seq, bl.off, n, bl.lc, snaps ? bl.snap : NULL, bl.snap_at, bl.snap_lc};
     int rc = forward_ws(m, &fs, bl.tok, total, NULL, 0, bl.rows, bl.out, nrows, path, ws);
     ws_release(m, ws);
+    for (int i = 0; i < n; i++)
+        if (items[i].verify) k3_spec_end(items[i].seq, items[i].n, rc != 0);
     return rc;
 }
 
 int k3_forward_batch(k3_batch_item *items, int n) {
     return k3_forward_batch_path(items, n, 0);
+}
+
+/* One verify item of a batch: under tensor parallelism the followers learn
+ * from the batch that it is a verify pass (dist/replay.c). */
+int k3_forward_spec(k3_seq *s, const int32_t *tokens, int64_t n, float *logits) {
+    if (k3_spec_check(s, n)) return -1; /* before reading n tokens */
+    k3_batch_item it = {.seq = s, .tokens = tokens, .n = n, .logits = logits, .verify = 1};
+    return k3_forward_batch_path(&it, 1, 0);
 }

@@ -26,6 +26,8 @@ typedef struct k3_model_hooks {
     void (*seq_reset)(void *ctx, k3_seq *s);
     void (*forward)(void *ctx, k3_seq *s, const int32_t *tokens, int64_t n, int path);
     void (*forward_batch)(void *ctx, const k3_batch_item *items, int n, int path);
+    /* k3_seq_spec_commit(s, keep): the followers keep the same rows. */
+    void (*spec_commit)(void *ctx, k3_seq *s, int64_t keep);
 } k3_model_hooks;
 
 /* Install the table for the models loaded from now on (NULL: none). A model

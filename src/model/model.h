@@ -141,6 +141,13 @@ struct k3_seq {
 
 /* Free a sequence's verify records (spec.c; k3_seq_free). */
 void k3_spec_rec_free(k3_seq *s);
+/* A verify pass of n rows on s (spec.c), for k3_forward_spec and the verify
+ * items of k3_forward_batch: check may it run (0 or -1 + k3_errmsg); begin
+ * also reserves the records and points the KDA layers at them; end, after
+ * the pass, leaves n rows awaiting k3_seq_spec_commit, or none if it failed. */
+int k3_spec_check(const k3_seq *s, int64_t n);
+int k3_spec_begin(k3_seq *s, int64_t n);
+void k3_spec_end(k3_seq *s, int64_t n, int failed);
 /* Called by k3_kda_forward on a layer cache with a record (kda_rec.c): save the
  * pre-conv rows and the conv history copy before the conv ... */
 void k3_kda_rec_begin(k3_layer_cache *lc, float *const zb[3], int64_t t0, int64_t n, int64_t P,

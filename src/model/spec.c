@@ -94,30 +94,39 @@ static void spec_arm(k3_seq *s, int arm) {
         if (s->m->L[i].is_kda) s->lc[i].rec = arm ? &s->spec->L[i] : NULL;
 }
 
-int k3_forward_spec(k3_seq *s, const int32_t *tokens, int64_t n, float *logits) {
-    k3_model *m = s->m;
-    if (m->tp_size > 1 || m->pp_size > 1)
-        return k3_seterr("k3_forward_spec: not available on a tensor/pipeline-parallel model");
+int k3_model_can_speculate(const k3_model *m) {
+    return m->pp_size <= 1; /* a stage holds some layers: the records assume all */
+}
+
+int k3_spec_check(const k3_seq *s, int64_t n) {
+    if (!k3_model_can_speculate(s->m))
+        return k3_seterr("k3_forward_spec: not available on a pipeline-parallel model");
     if (n < 1 || n > K3_SPEC_MAX_ROWS)
         return k3_seterr("k3_forward_spec: %lld rows; a verify pass takes 1 to %d", (long long)n,
                          K3_SPEC_MAX_ROWS);
     if (s->spec && s->spec->n)
         return k3_seterr("k3_forward_spec: the previous verify pass was not committed");
-    if (spec_reserve(s, n)) return -1;
-    s->spec->len0 = s->len;
-    spec_arm(s, 1);
-    int rc = k3_forward_path(s, tokens, n, logits, 1, 0);
-    spec_arm(s, 0);
-    s->spec->n = n;
-    if (rc) { /* keep nothing: a refused pass consumed nothing, a failed one is undone */
-        if (s->len != s->spec->len0)
-            k3_seq_spec_commit(s, 0);
-        else
-            s->spec->n = 0;
-        return -1;
-    }
     return 0;
 }
+
+int k3_spec_begin(k3_seq *s, int64_t n) {
+    if (k3_spec_check(s, n) || spec_reserve(s, n)) return -1;
+    s->spec->len0 = s->len;
+    spec_arm(s, 1);
+    return 0;
+}
+
+void k3_spec_end(k3_seq *s, int64_t n, int failed) {
+    spec_arm(s, 0);
+    s->spec->n = n;
+    if (!failed) return;
+    /* keep nothing: a refused pass consumed nothing, a failed one is undone */
+    if (s->len != s->spec->len0)
+        k3_seq_spec_commit(s, 0);
+    else
+        s->spec->n = 0;
+}
+
 
 /* The conv history of layer cache lc after the first keep rows of its record:
  * the last K-1 rows of [history; kept rows], oldest first, in place. */
@@ -156,6 +165,8 @@ int k3_seq_spec_commit(k3_seq *s, int64_t keep) {
     if (keep < 0 || keep > sp->n)
         return k3_seterr("k3_seq_spec_commit: keep %lld is outside [0, %lld]", (long long)keep,
                          (long long)sp->n);
+    const k3_model_hooks *h = s->m->hooks;
+    if (h && h->spec_commit) h->spec_commit(h->ctx, s, keep);
     const k3_config *c = s->m->c;
     const int nl = c->num_hidden_layers, H = c->kda_heads;
     int64_t drop = sp->n - keep;

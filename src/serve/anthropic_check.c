@@ -242,6 +242,7 @@ static int fields(const json_t *req, serve_err *e) {
                                         "output_config",
                                         "output_format",
                                         "service_tier",
+                                        "speculative", /* k3's: speculative decoding */
                                         "k3_test_force_text",
                                         "k3_test_force_tokens"};
     const char *k;
@@ -275,7 +276,8 @@ static int scalars(const json_t *req, int count_only, serve_err *e) {
     if (tk && (!json_is_integer(tk) || json_integer_value(tk) < 0))
         return BAD(e, "top_k", "must be an integer >= 0.");
     if (want_string(req, "model", 0, "model", e) || want_bool(req, "stream", e) ||
-        number(req, "temperature", 0, 1, e) || number(req, "top_p", 0, 1, e))
+        want_bool(req, "speculative", e) || number(req, "temperature", 0, 1, e) ||
+        number(req, "top_p", 0, 1, e))
         return -1;
     json_t *md = opt(req, "metadata");
     if (md && !json_is_object(md)) return BAD(e, "metadata", "must be an object.");

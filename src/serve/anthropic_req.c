@@ -175,8 +175,9 @@ json_t *serve_anthropic_to_chat(const json_t *req, int count_only, serve_err *e)
     msgs = NULL;
     json_t *mt = opt(req, "max_tokens"); /* required unless count_only: checked */
     if (mt) json_object_set(chat, "max_tokens", mt);
-    static const char *const copy[] = {"model", "temperature",        "top_p",
-                                       "top_k", "k3_test_force_text", "k3_test_force_tokens"};
+    static const char *const copy[] = {"model",      "temperature",        "top_p",
+                                       "top_k",      "k3_test_force_text", "k3_test_force_tokens",
+                                       "speculative"};
     for (size_t k = 0; k < sizeof copy / sizeof *copy; k++)
         if (opt(req, copy[k])) json_object_set(chat, copy[k], opt(req, copy[k]));
     if (opt(req, "stop_sequences")) json_object_set(chat, "stop", opt(req, "stop_sequences"));

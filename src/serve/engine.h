@@ -27,6 +27,7 @@ typedef struct serve_engine {
     int n_ctx_train;        /* config.json max_position_embeddings, 0 if absent */
     struct k3_vtrie *vtrie; /* vocabulary trie for structured output (NULL: no XTML tokens) */
     int threads;            /* OpenMP threads for the model (0: the OpenMP default) */
+    int spec_max;           /* drafts per decode step (--spec-max; 0: --spec off) */
 } serve_engine;
 
 /* Load dir. name NULL: the directory's base name. threads 0: OpenMP default.

@@ -242,6 +242,13 @@ void serve_metrics_text(serve_metrics *m, const serve_sched_stats *st, const cha
     counter(o, "k3_prefill_tokens_total", "Prompt tokens fed through the model.", model,
             st->prefill_tokens);
     counter(o, "k3_decode_tokens_total", "Tokens decoded by the model.", model, st->decode_tokens);
+    counter(o, "k3_spec_verify_steps_total",
+            "Speculative verify passes (a pending token with drafts, in a batched step).", model,
+            st->spec_steps);
+    counter(o, "k3_spec_draft_tokens_total", "Draft tokens fed to verify passes.", model,
+            st->spec_drafted);
+    counter(o, "k3_spec_accepted_tokens_total", "Draft tokens kept (equal to the model's choice).",
+            model, st->spec_accepted);
     counter(o, "k3_prefix_cache_queries_total", "Prompt-cache lookups.", model, st->cache_lookups);
     counter(o, "k3_prefix_cache_hits_total", "Prompt-cache lookups that reused a prefix.", model,
             st->cache_hits);

@@ -316,7 +316,7 @@ static int parse_sampling(serve_req *q, serve_err *err) {
     if (present) q->top_k = v < 0 ? 0 : (int)v;
     if (get_int(q->root, "seed", INT64_MIN, INT64_MAX, &q->has_seed, &v, err)) return -1;
     if (q->has_seed) q->seed = (uint64_t)v;
-    return 0;
+    return get_bool(q->root, "speculative", "speculative", &q->speculative, err);
 }
 
 static int parse_max_tokens(serve_req *q, const serve_limits *lim, serve_err *err) {
@@ -468,6 +468,7 @@ static void set_defaults(serve_req *q, serve_kind kind) {
     q->thinking = 1;
     q->temperature = 1.0;
     q->top_p = 1.0;
+    q->speculative = -1;
     q->repetition_penalty = 1.0;
 }
 

@@ -87,6 +87,9 @@ typedef struct {
     int logprobs;      /* chat: logprobs true; completions: logprobs >= 1 */
     int top_logprobs;  /* 0..20 */
 
+    /* Speculative decoding: -1 the server's setting (--spec), 0 off, 1 on. */
+    int speculative;
+
     /* Prompt-cache scope beyond the API key (vLLM's cache_salt): borrowed, or NULL. */
     const char *cache_salt;
     size_t cache_salt_len;

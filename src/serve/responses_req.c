@@ -244,6 +244,7 @@ json_t *serve_responses_to_chat(const json_t *req, json_t *history, const serve_
                                        "seed",
                                        "top_k",
                                        "cache_salt",
+                                       "speculative",
                                        "k3_test_force_text",
                                        "k3_test_force_tokens"};
     for (size_t i = 0; i < sizeof copy / sizeof *copy; i++)

@@ -41,6 +41,7 @@
 #include "serve/limits.h"
 #include "serve/logprobs.h"
 #include "serve/pcache.h"
+#include "serve/sched_spec.h"
 #include "text/xtml.h"
 
 #include <jansson.h>
@@ -102,6 +103,7 @@ static void job_finish(serve_sched *s, serve_job *j, const char *finish, k3_buf 
     j->marks = NULL;
     if (j->seq) k3_seq_free(j->seq);
     if (j->sampler) k3_sampler_free(j->sampler);
+    serve_spec_end(j);
     k3_free(j->logits);
     j->seq = NULL;
     j->sampler = NULL;
@@ -179,6 +181,7 @@ static int job_start(serve_sched *s, serve_job *j, k3_buf *b) {
     j->usage.cached_tokens = (int)matched;
     j->usage.prompt_tokens = (int)j->n_prompt;
     set_marks(s, j, matched);
+    serve_spec_start(j, serve_spec_kmax(&j->req, s->eng->spec_max, s->eng->model));
     serve_output_begin(&j->output, b);
     return 0;
 }
@@ -199,14 +202,14 @@ static void store_turn(serve_sched *s, serve_job *j) {
 static int32_t next_token(serve_sched *s, serve_job *j) {
     if (j->forced) /* test mode: forced ids, then the stop token */
         return j->n_gen < j->n_forced ? j->forced[j->n_gen] : s->eng->stop_ids[0];
-    if (!j->constraint) return k3_sampler_sample(j->sampler, j->logits);
+    if (!j->constraint) return serve_spec_sample(j, s->eng->vocab);
     /* structured output: only tokens that keep the output valid (and closable
      * within max_tokens) may be sampled */
     double t0 = k3_now();
     int allowed = k3_constraint_mask(j->constraint, j->logits, j->req.max_tokens - (int)j->n_gen);
     j->t_constrain += k3_now() - t0;
     if (allowed == 0) return s->eng->stop_ids[0];
-    int32_t id = k3_sampler_sample(j->sampler, j->logits);
+    int32_t id = serve_spec_sample(j, s->eng->vocab);
     t0 = k3_now();
     if (k3_constraint_accept(j->constraint, id))
         fprintf(stderr, "k3 serve: constrained decoding: token %d does not fit the grammar\n", id);
@@ -443,13 +446,16 @@ static int build_batch(serve_sched *s) {
         if (s->active[i] && !s->active[i]->paused) s->active[i]->decoding ? ndec++ : waiting++;
     int dec_b = max_b - (waiting > 0), dec_t = (int)(max_t - (waiting > 0));
     if (ndec > dec_b || ndec > dec_t) s->rr++;
+    int64_t drafts = dec_t - (ndec < dec_b ? ndec : dec_b); /* room left by the decodes */
     for (int k = 0; k < s->n_active; k++) {
         serve_job *j = s->active[(k + s->rr) % s->n_active];
         if (!j || j->paused || !j->decoding || nb >= dec_b || tokens >= dec_t) continue;
         s->items[nb] = (k3_batch_item){
             .seq = j->seq, .tokens = &j->pending, .n = 1, .logits = j->closing ? NULL : j->logits};
+        int64_t d = drafts > 0 ? serve_spec_draft(j, &s->items[nb], drafts, s->eng->vocab) : 0;
+        drafts -= d;
+        tokens += 1 + d;
         s->item_job[nb++] = j;
-        tokens++;
     }
     for (int i = 0; i < s->n_active && nb < max_b && tokens < max_t; i++) {
         serve_job *j = s->active[i];
@@ -459,6 +465,21 @@ static int build_batch(serve_sched *s) {
         s->item_job[nb++] = j;
     }
     return nb;
+}
+
+/* A verify item's rows through on_logits (sched_spec.h). 1 when j left. */
+static int spec_verified(serve_sched *s, serve_job *j, const k3_batch_item *it, k3_buf *b) {
+    serve_spec_counts c = {0};
+    int rc = serve_spec_verified(s, j, it, s->eng->vocab, on_logits, b, &c);
+    pthread_mutex_lock(&s->mu);
+    s->st.decode_tokens += c.emitted;
+    s->st.spec_steps += c.verify_steps;
+    s->st.spec_drafted += c.drafted;
+    s->st.spec_accepted += c.accepted;
+    pthread_mutex_unlock(&s->mu);
+    if (rc >= 0) return rc;
+    job_fail(s, j, b);
+    return 1;
 }
 
 /* After a step: advance prompts (snapshots at marks), sample decodes. */
@@ -492,6 +513,12 @@ static void after_step(serve_sched *s, int nb, k3_buf *b) {
             job_finish(s, j, j->close_reason, b);
             for (int i = 0; i < s->n_active; i++)
                 if (s->active[i] == j) s->active[i] = NULL;
+            continue;
+        }
+        if (s->items[k].verify) { /* a pending token with drafts: take its rows */
+            if (spec_verified(s, j, &s->items[k], b))
+                for (int i = 0; i < s->n_active; i++)
+                    if (s->active[i] == j) s->active[i] = NULL;
             continue;
         }
         stats_add(s, &s->st.decode_tokens, 1);

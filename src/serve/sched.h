@@ -81,6 +81,7 @@ typedef struct serve_job {
     int closing;              /* the stop token rides in the next step, then the turn is
                                  stored in the prompt cache and the job finishes */
     const char *close_reason;
+    struct serve_spec *spec; /* speculative decoding (sched_spec.h); NULL: plain decoding */
     struct serve_job *next;
 } serve_job;
 
@@ -105,6 +106,8 @@ typedef struct {
     int active, queued;
     int paused; /* streams not stepped last round: their client left max_unread bytes unread */
     uint64_t requests_done, prefill_tokens, decode_tokens;
+    /* speculative decoding: verify items, drafts fed, drafts kept */
+    uint64_t spec_steps, spec_drafted, spec_accepted;
     uint64_t steps;          /* k3_forward_batch calls */
     uint64_t step_sequences; /* sum over steps of the sequences in them */
     int max_step_sequences;  /* the largest batch so far */
