@@ -127,7 +127,6 @@ void k3_spec_end(k3_seq *s, int64_t n, int failed) {
         s->spec->n = 0;
 }
 
-
 /* The conv history of layer cache lc after the first keep rows of its record:
  * the last K-1 rows of [history; kept rows], oldest first, in place. */
 static void conv_advance(k3_layer_cache *lc, int64_t keep, int64_t P, int K) {
