@@ -10,12 +10,6 @@
 
 #include <string.h>
 
-int k3_cache_type_parse(const char *s, int *type) {
-    if (s && !strcmp(s, "f32")) return *type = K3_CACHE_F32, 0;
-    if (s && !strcmp(s, "bf16")) return *type = K3_CACHE_BF16, 0;
-    return k3_seterr("--cache-type expects f32 or bf16, got '%s'", s ? s : "");
-}
-
 uint64_t k3_seq_plan_bytes(const k3_model *m, int64_t ctx) {
     const k3_config *c = m->c;
     uint64_t cap = 0;

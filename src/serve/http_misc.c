@@ -56,6 +56,16 @@ enum MHD_Result serve_handle_models(serve_conn *c) {
 }
 
 /* /health without the key when one is set: liveness only, no counters. */
+/* The scheduler's counters as the /health "batch" object. */
+static json_t *batch_stats_json(const serve_sched_stats *st) {
+    return json_pack("{s:I,s:I,s:i,s:I,s:I,s:I,s:i,s:i}", "steps", (json_int_t)st->steps,
+                     "step_sequences", (json_int_t)st->step_sequences, "max_step_sequences",
+                     st->max_step_sequences, "rejected_queue", (json_int_t)st->rejected_queue,
+                     "cache_snapshots", (json_int_t)st->cache_snapshots, "cache_scopes",
+                     (json_int_t)st->cache_scopes, "threads", st->threads, "states_kept",
+                     st->states_kept);
+}
+
 static enum MHD_Result health_minimal(serve_conn *c) {
     int closing = __atomic_load_n(&c->srv->closing, __ATOMIC_SEQ_CST);
     return serve_reply_json(
@@ -77,7 +87,7 @@ enum MHD_Result serve_handle_health(serve_conn *c) {
                   (json_int_t)st.requests_done, "prefill_tokens", (json_int_t)st.prefill_tokens,
                   "decode_tokens", (json_int_t)st.decode_tokens, "rss_bytes",
                   (json_int_t)k3_current_rss(), "prompt_cache", cache);
-    json_object_set_new(doc, "batch", serve_sched_stats_json(&st));
+    json_object_set_new(doc, "batch", batch_stats_json(&st));
     json_object_set_new(doc, "limits", serve_limits_json(c->srv->o, serve_ctx_size(c->srv)));
     json_object_set_new(doc, "paused", json_integer(st.paused));
     json_object_set_new(doc, "connections", serve_conns_stats_json(&c->srv->conns));

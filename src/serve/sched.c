@@ -14,11 +14,9 @@
  * token rides in the next step and prompt + answer + stop is stored too (the
  * cache takes the sequence itself). Copies (a chunk's second mark, or a
  * restore from a hit) are queued, and the next step waits for those it
- * needs, making them on the worker's threads (pcache.h): a copy moves the
- * sequence state once (the bench preset's 3.4 MB: 0.6 ms into a kept block,
- * 11 ms into fresh memory, measured in bench/notes/; 465 MB at K3's real size)
- * where a step reads every weight (30-400 ms on the bench preset), so
- * waiting for it costs the others less than a step left out costs the job.
+ * needs, making them on the worker's threads (pcache.h): a copy moves one
+ * sequence state where a step reads every weight, so waiting for it costs
+ * the others less than a step left out costs the job.
  * While it has no job the worker faults in the model's state reserve (k3.h),
  * a piece at a time, so a burst's copies land in blocks already touched. */
 #include "serve/sched.h"
@@ -66,20 +64,6 @@ struct serve_sched {
     serve_job **item_job; /* and whose item each is */
 };
 
-/* ---------------- jobs (job.c) ---------------- */
-
-static int job_cancelled(serve_job *j) {
-    return serve_job_cancelled(j);
-}
-
-static void job_emit(serve_job *j, k3_buf *b, int done) {
-    serve_job_emit(j, b, done);
-}
-
-static void abs_deadline(struct timespec *ts, double timeout_s) {
-    serve_abs_deadline(ts, timeout_s);
-}
-
 /* ---------------- scheduler state ---------------- */
 
 static void stats_add(serve_sched *s, uint64_t *field, uint64_t v) {
@@ -109,7 +93,7 @@ static void job_finish(serve_sched *s, serve_job *j, const char *finish, k3_buf 
     j->sampler = NULL;
     j->logits = NULL;
     j->t_done = k3_now();
-    job_emit(j, b, 1);
+    serve_job_emit(j, b, 1);
     pthread_mutex_lock(&s->mu);
     s->st.requests_done++;
     pthread_mutex_unlock(&s->mu);
@@ -243,7 +227,7 @@ static int on_logits(serve_sched *s, serve_job *j, k3_buf *b) {
             &j->output,
             serve_logprob_entry(s->eng->tok, j->logits, s->eng->vocab, id, j->req.top_logprobs), b);
     int stopped = serve_output_token(&j->output, id, b);
-    if (b->n) job_emit(j, b, 0);
+    if (b->n) serve_job_emit(j, b, 0);
     if (stopped) {
         job_finish(s, j, "stop", b);
         return 1;
@@ -292,7 +276,7 @@ static void gather_burst(serve_sched *s) {
         double left = until - k3_now();
         if (left <= 0) break;
         struct timespec ts;
-        abs_deadline(&ts, left);
+        serve_abs_deadline(&ts, left);
         if (pthread_cond_timedwait(&s->cv, &s->mu, &ts) == ETIMEDOUT) break;
     }
 }
@@ -362,7 +346,7 @@ static void prepare(serve_sched *s, int stopping, k3_buf *b) {
         j->paused = 1;                         /* until it is known to take part */
         serve_pcache_wait(s->cache, &j->copy); /* a snapshot of its seq at a mark */
         if (stopping) serve_job_cancel(j);
-        if (job_cancelled(j)) {
+        if (serve_job_cancelled(j)) {
             if (j->closing) /* its answer is complete: only the turn's snapshot is skipped */
                 job_finish(s, j, j->close_reason, b);
             else
@@ -376,7 +360,7 @@ static void prepare(serve_sched *s, int stopping, k3_buf *b) {
                 s->active[i] = NULL;
                 continue;
             }
-            if (b->n) job_emit(j, b, 0);
+            if (b->n) serve_job_emit(j, b, 0);
             serve_pcache_wait(s->cache, &j->copy); /* restoring from the cache */
         }
         /* the prompt is consumed (its last chunk, or a whole-prompt hit): sample */
@@ -543,7 +527,7 @@ static void step_failed(serve_sched *s, int nb, k3_buf *b) {
  * a submission or 5 ms instead of spinning. */
 static void wait_paused(serve_sched *s) {
     struct timespec ts;
-    abs_deadline(&ts, 0.005);
+    serve_abs_deadline(&ts, 0.005);
     pthread_mutex_lock(&s->mu);
     if (!s->queue_head) pthread_cond_timedwait(&s->cv, &s->mu, &ts);
     pthread_mutex_unlock(&s->mu);
@@ -710,13 +694,4 @@ int serve_sched_busy(serve_sched *s) {
     int n = s->st.active + s->n_queued;
     pthread_mutex_unlock(&s->mu);
     return n;
-}
-
-json_t *serve_sched_stats_json(const serve_sched_stats *st) {
-    return json_pack("{s:I,s:I,s:i,s:I,s:I,s:I,s:i,s:i}", "steps", (json_int_t)st->steps,
-                     "step_sequences", (json_int_t)st->step_sequences, "max_step_sequences",
-                     st->max_step_sequences, "rejected_queue", (json_int_t)st->rejected_queue,
-                     "cache_snapshots", (json_int_t)st->cache_snapshots, "cache_scopes",
-                     (json_int_t)st->cache_scopes, "threads", st->threads, "states_kept",
-                     st->states_kept);
 }

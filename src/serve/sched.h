@@ -153,10 +153,6 @@ struct timespec;
 void serve_abs_deadline(struct timespec *ts, double timeout_s);
 
 serve_sched_stats serve_sched_get_stats(serve_sched *s);
-/* The batching counters of st as a JSON object (new reference) for /health:
- * steps, step_sequences, max_step_sequences, rejected_queue, snapshots. */
-struct json_t;
-struct json_t *serve_sched_stats_json(const serve_sched_stats *st);
 /* Jobs active or queued (graceful shutdown waits for 0). */
 int serve_sched_busy(serve_sched *s);
 

@@ -23,5 +23,5 @@ printf '\000-n\0004\000-c\00016\000-s\0003\000-t\0001\000-f\000/dev/null\000--sy
 printf '\000-m\000/tmp\000--repeat-penalty\0001.1\000--repeat-last-n\00070000\000--ignore-chat-template' >"$seeds/opts/d"
 fuzz_build fuzz_synth_config src/gen/synth_config.c src/io/config.c &&
     fuzz_run fuzz_synth_config "$seeds/cfg" -- -runs=3000 -max_len=4096
-fuzz_build fuzz_gen_opts src/gen/gen_opts.c src/gen/sampler.c &&
+fuzz_build fuzz_gen_opts src/gen/gen_opts.c src/gen/sampler.c src/model/cache_type.c &&
     fuzz_run fuzz_gen_opts "$seeds/opts" -- -runs=3000 -max_len=4096

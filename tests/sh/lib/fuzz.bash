@@ -9,6 +9,8 @@
 #   fuzz_run NAME DIR... [-- ARGS]  runs it on the seed dirs (default 5 s); PASS/FAIL NAME_run
 #                                   with the runs and libFuzzer's final coverage (cov:)
 #   FUZZ_SECONDS=N                  every fuzz_run runs N seconds instead (make fuzz-long)
+#   FUZZ_SMOKE_SECONDS=N            otherwise a run's time is capped at N (default 2): the seeds
+#                                   (which reach the deep code) all run first whatever the cap
 #
 # Targets are built from just the sources they exercise (not the whole library),
 # so a library file clang cannot compile does not block an unrelated target.
@@ -55,6 +57,14 @@ fuzz_run() { # name, seed dirs... [-- libFuzzer args]
             case "$a" in -runs=* | -max_total_time=*) ;; *) keep+=("$a") ;; esac
         done
         args=("${keep[@]}" "-max_total_time=$FUZZ_SECONDS")
+    fi
+    if [ -z "${FUZZ_SECONDS:-}" ]; then # the default suite: every seed, then a short smoke run
+        local a cap=${FUZZ_SMOKE_SECONDS:-2} short=()
+        for a in "${args[@]}"; do
+            case "$a" in -max_total_time=*) [ "${a#*=}" -gt "$cap" ] && a="-max_total_time=$cap" ;; esac
+            short+=("$a")
+        done
+        args=("${short[@]}")
     fi
     local log="$B/fuzz/$n.run.log"
     if "$B/fuzz/$n" "${args[@]}" -print_final_stats=1 -rss_limit_mb=1024 -timeout=10 "${dirs[@]}" \
