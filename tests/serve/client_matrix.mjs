@@ -12,6 +12,8 @@
 //                     and @ai-sdk/openai-compatible
 //   @langchain/openai withStructuredOutput (chat completions and Responses)
 //   @anthropic-ai/sdk messages.parse + zodOutputFormat
+// and, through the openai client, n, logit_bias, penalties, an echoed
+// assistant message with U+0000 and responses.retrieve.
 import { createRequire } from "module";
 const require = createRequire(new URL("../npm/package.json", import.meta.url));
 const OpenAI = require("openai").default;
@@ -118,4 +120,42 @@ await matrix("anthropic_messages_parse_zodOutputFormat", async () => {
     messages: [{ role: "user", content: prompt }], output_config: { format: zodOutputFormat(AnthPerson) } });
   return m.parsed_output;
 }, "AnthPerson");
+// The other request fields agents send, through the openai client as it
+// sends them: n choices, logit_bias, penalties, an echoed assistant message
+// holding U+0000, and a stored response read back with responses.retrieve.
+const chat = (extra, max_tokens = 24) => oa.chat.completions.create({ model: "tiny", temperature: 0, max_tokens,
+  reasoning_effort: "none", messages: [{ role: "user", content: "Count and repeat." }], ...extra });
+async function field(name, fn) {
+  let ok = false, detail;
+  try { [ok, detail] = await fn(); } catch (e) { detail = String(e && e.stack || e); }
+  check(`client_matrix_openai_${name}`, ok, detail);
+}
+await field("n_3", async () => {
+  const r = await chat({ n: 3, temperature: 1, seed: 7 }, 8);
+  return [r.choices.length === 3 && r.choices.map((c) => c.index).join() === "0,1,2", r.choices];
+});
+const greedy = (await chat({}, 40)).choices[0].message.content;
+await field("logit_bias", async () => {
+  const r = await chat({ logit_bias: { 65: 100 } }, 40);
+  return [r.choices[0].message.content !== greedy, r.choices[0].message.content];
+});
+await field("frequency_penalty", async () => {
+  const r = await chat({ frequency_penalty: 2 }, 40);
+  return [r.choices[0].message.content !== greedy, r.choices[0].message.content];
+});
+await field("presence_penalty", async () => {
+  const r = await chat({ presence_penalty: 2 }, 40);
+  return [r.choices[0].message.content !== greedy, r.choices[0].message.content];
+});
+await field("assistant_echo_with_nul", async () => {
+  const r = await oa.chat.completions.create({ model: "tiny", max_tokens: 4, reasoning_effort: "none",
+    messages: [{ role: "user", content: "hi" }, { role: "assistant", content: "a\u0000b" }, { role: "user", content: "again" }] });
+  return [r.choices.length === 1, r];
+});
+await field("responses_retrieve", async () => {
+  const made = await oa.responses.create({ model: "tiny", input: "hello", max_output_tokens: 8, store: true,
+    reasoning: { effort: "none" } });
+  const back = await oa.responses.retrieve(made.id);
+  return [back.id === made.id && back.output_text === made.output_text, { made: made.id, back: back.id }];
+});
 process.exit(failed ? 1 : 0);
