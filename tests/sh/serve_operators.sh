@@ -86,8 +86,16 @@ done
 dec1=$(curl -s "$SERVE_URL/health" | jsq .decode_tokens)
 check serve_operators_disconnect_stops test $((dec1 - dec0)) -lt 99000
 
-curl -s "$SERVE_URL/metrics" >"$T/m"
-has() { grep -qE "^$1" "$T/m" || { echo "  missing: $1"; return 1; }; }
+# a request is counted when its connection completes, which the server may
+# reach after the client has read the last byte: wait (bounded) for the three
+# finish reasons before reading the rest
+finish_lines() { grep -cE '^k3_request_finish_total\{model="tiny",finished_reason="(length|stop|cancelled)"\} 1$' "$T/m"; }
+for _ in $(seq 1 300); do
+    curl -s "$SERVE_URL/metrics" >"$T/m"
+    [ "$(finish_lines)" -ge 3 ] && break
+    sleep 0.1
+done
+has() { grep -qE "^$1" "$T/m" || { echo "  missing: $1"; grep "^k3_request_finish_total" "$T/m" | sed "s/^/  have: /"; return 1; }; }
 check serve_operators_metrics_queue has 'k3_request_queue_time_seconds_count\{model="tiny"\} [3-9]'
 check serve_operators_metrics_prefill has 'k3_request_prefill_time_seconds_count\{model="tiny"\} [3-9]'
 check serve_operators_metrics_decode has 'k3_request_decode_time_seconds_count\{model="tiny"\} [3-9]'
