@@ -6,45 +6,18 @@
 #include <jansson.h>
 #include <string.h>
 
+#include "gram_walk.h"
+#include "schema_check.h"
 #include "t.h"
 #include "text/grammar.h"
 #include "text/jsonschema.h"
-
-static k3_gnode *compile(k3_gram *g, const char *schema, char *err, size_t cap, int *tc) {
-    json_t *s = json_loads(schema, JSON_DECODE_ANY, NULL);
-    if (!s) return snprintf(err, cap, "bad test schema"), NULL;
-    k3_gnode *n = k3_schema_compile(g, s, err, cap, tc);
-    json_decref(s);
-    return n;
-}
-
-static k3_gnode *wrap(k3_gram *g, k3_gnode *v) {
-    k3_gnode *kids[2] = {v, k3_g_lit_ctl(g, "{E}")};
-    return k3_g_seq(g, kids, 2);
-}
-
-static int accepts(const char *schema, const char *text) {
-    k3_gram *g = k3_gram_new();
-    char err[512];
-    k3_gnode *n = compile(g, schema, err, sizeof err, NULL);
-    if (!n) printf("  refused %s: %s\n", schema, err);
-    int ok = n != NULL;
-    if (n) {
-        k3_gstate st;
-        k3_gstate_init(&st, wrap(g, n));
-        for (const char *p = text; *p && ok; p++) ok = k3_gstate_step(&st, (unsigned char)*p);
-        ok = ok && k3_gstate_step(&st, K3_SYM_EOM) && k3_gstate_done(&st);
-    }
-    k3_gram_free(g);
-    return ok;
-}
 
 /* Refused with a message containing want (and too_complex as given). */
 static int refused(const char *schema, const char *want, int too_complex) {
     k3_gram *g = k3_gram_new();
     char err[512];
     int tc = -1;
-    k3_gnode *n = compile(g, schema, err, sizeof err, &tc);
+    k3_gnode *n = sch_compile(g, schema, err, sizeof err, &tc);
     k3_gram_free(g);
     if (n || !strstr(err, want) || tc != too_complex)
         printf("  %s: %s (too_complex %d)\n", schema, n ? "accepted" : err, tc);
@@ -52,43 +25,15 @@ static int refused(const char *schema, const char *want, int too_complex) {
 }
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static uint64_t next(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-
-/* A random walk closed within budget. NULL if stuck. */
-static char *walk(const k3_gnode *root, int budget) {
-    k3_gstate st, tmp;
-    k3_gstate_init(&st, root);
-    char *out = calloc((size_t)budget + 1, 1);
-    int n = 0;
-    for (int left = budget; left > 0 && !k3_gstate_done(&st); left--) {
-        int ok[257], k = 0;
-        for (int s = 1; s < 257; s++) {
-            int sym = s < 256 ? s : K3_SYM_EOM;
-            k3_gstate_copy(&tmp, &st);
-            if (k3_gstate_step(&tmp, sym) && k3_gstate_rem(&tmp) <= left - 1) ok[k++] = sym;
-        }
-        if (!k) break;
-        int sym = ok[next() % (uint64_t)k];
-        k3_gstate_step(&st, sym);
-        if (sym < 256) out[n++] = (char)sym;
-    }
-    if (!k3_gstate_done(&st)) return free(out), NULL;
-    return out;
-}
 
 static int walks_ok(const char *schema, int (*check)(const json_t *), int budget) {
     k3_gram *g = k3_gram_new();
     char err[512];
-    k3_gnode *n = compile(g, schema, err, sizeof err, NULL);
+    k3_gnode *n = sch_compile(g, schema, err, sizeof err, NULL);
     int bad = 0, seen = 0;
     if (!n) printf("  refused %s: %s\n", schema, err), bad = 1;
     for (int rep = 0; n && rep < 300; rep++) {
-        char *t = walk(wrap(g, n), budget);
+        char *t = gram_walk(sch_wrap(g, n), budget, &rng);
         json_t *d = t ? json_loads(t, JSON_DECODE_ANY, NULL) : NULL;
         int r = d ? check(d) : 0;
         if (!r && bad++ < 3) printf("  %s: bad walk %s\n", schema, t ? t : "(stuck)");
@@ -152,18 +97,18 @@ static int lone_ok(const json_t *d) {
 
 TEST(schema_object_unions) {
     CHECK(walks_ok(DISC, disc_ok, 60));
-    CHECK(accepts(DISC, "{\"kind\":\"b\",\"y\":\"ab\"}"));
-    CHECK(accepts(DISC, "{\"kind\":\"a\", \"x\":-1.5}"));
-    CHECK(!accepts(DISC, "{\"kind\":\"a\",\"y\":\"ab\"}"));
-    CHECK(!accepts(DISC, "{\"kind\":\"c\",\"x\":1}"));
-    CHECK(!accepts(DISC, "{\"x\":1,\"kind\":\"a\"}")); /* the discriminator leads */
+    CHECK(sch_accepts(DISC, "{\"kind\":\"b\",\"y\":\"ab\"}"));
+    CHECK(sch_accepts(DISC, "{\"kind\":\"a\", \"x\":-1.5}"));
+    CHECK(!sch_accepts(DISC, "{\"kind\":\"a\",\"y\":\"ab\"}"));
+    CHECK(!sch_accepts(DISC, "{\"kind\":\"c\",\"x\":1}"));
+    CHECK(!sch_accepts(DISC, "{\"x\":1,\"kind\":\"a\"}")); /* the discriminator leads */
     CHECK(walks_ok(LONE, lone_ok, 80));
-    CHECK(accepts(LONE, "{\"pet\":{\"meows\":3,\"name\":\"tom\"}}"));
-    CHECK(accepts(LONE, "{\"pet\":{\"barks\":true,\"name\":\"rex\",\"age\":4}}"));
-    CHECK(accepts(LONE, "{\"pet\":null}"));
-    CHECK(!accepts(LONE, "{\"pet\":{\"name\":\"tom\",\"meows\":3}}"));
+    CHECK(sch_accepts(LONE, "{\"pet\":{\"meows\":3,\"name\":\"tom\"}}"));
+    CHECK(sch_accepts(LONE, "{\"pet\":{\"barks\":true,\"name\":\"rex\",\"age\":4}}"));
+    CHECK(sch_accepts(LONE, "{\"pet\":null}"));
+    CHECK(!sch_accepts(LONE, "{\"pet\":{\"name\":\"tom\",\"meows\":3}}"));
     /* enum discriminators and Pydantic's discriminator annotation */
-    CHECK(accepts(
+    CHECK(sch_accepts(
         "{\"oneOf\":[{\"properties\":{\"t\":{\"enum\":[\"x\",\"y\"]}},\"required\":[\"t\"]},"
         "{\"properties\":{\"t\":{\"enum\":[\"z\"]},\"v\":{\"type\":\"null\"}}}],"
         "\"discriminator\":{\"propertyName\":\"t\"}}",
@@ -205,19 +150,19 @@ TEST(schema_records) {
     const char *rec = "{\"type\":\"object\",\"propertyNames\":{\"type\":\"string\",\"minLength\":1,"
                       "\"maxLength\":3},\"additionalProperties\":{\"type\":\"integer\"}}";
     CHECK(walks_ok(rec, record_ok, 60));
-    CHECK(accepts(rec, "{\"ab\":1,\"c\":-2}"));
-    CHECK(!accepts(rec, "{\"abcd\":1}"));
-    CHECK(!accepts(rec, "{\"\":1}"));
-    CHECK(accepts("{\"type\":\"object\",\"propertyNames\":{\"type\":\"string\"},"
-                  "\"additionalProperties\":{\"type\":\"integer\"}}",
-                  "{\"\":1}"));
+    CHECK(sch_accepts(rec, "{\"ab\":1,\"c\":-2}"));
+    CHECK(!sch_accepts(rec, "{\"abcd\":1}"));
+    CHECK(!sch_accepts(rec, "{\"\":1}"));
+    CHECK(sch_accepts("{\"type\":\"object\",\"propertyNames\":{\"type\":\"string\"},"
+                      "\"additionalProperties\":{\"type\":\"integer\"}}",
+                      "{\"\":1}"));
     /* zod's record over an enum: every key, required */
     const char *en = "{\"type\":\"object\",\"propertyNames\":{\"type\":\"string\",\"enum\":[\"x\","
                      "\"y\"]},\"additionalProperties\":{\"type\":\"string\"},\"required\":[\"x\","
                      "\"y\"]}";
-    CHECK(accepts(en, "{\"x\":\"a\",\"y\":\"b\"}"));
-    CHECK(!accepts(en, "{\"x\":\"a\"}"));
-    CHECK(!accepts(en, "{\"x\":\"a\",\"z\":\"b\"}"));
+    CHECK(sch_accepts(en, "{\"x\":\"a\",\"y\":\"b\"}"));
+    CHECK(!sch_accepts(en, "{\"x\":\"a\"}"));
+    CHECK(!sch_accepts(en, "{\"x\":\"a\",\"z\":\"b\"}"));
     CHECK(refused("{\"type\":\"object\",\"propertyNames\":{\"type\":\"integer\"}}",
                   "must describe strings", 0));
     CHECK(refused("{\"properties\":{\"a\":{}},\"propertyNames\":{\"maxLength\":1}}",
