@@ -12,6 +12,7 @@
 
 #include "base/par.h"
 #include "kernels/runtime.h"
+#include "quant/dtype.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -156,16 +157,24 @@ static void merge_row(const k3_mla_tile_args *a, const tile_plan *p, const float
     }
 }
 
-/* The scalar double reference of one row: scores, softmax and sum in double. */
+/* Element k of cached row j: of the f32 cache f, or (f NULL) widened
+ * exactly from the bf16 cache h (K16, V16, P16). */
+static double cached(const float *f, const uint16_t *h, int64_t ld, int64_t j, int k) {
+    return f ? (double)f[j * ld + k] : (double)k3_bf16_to_f32(h[j * ld + k]);
+}
+
+/* The scalar double reference of one row, over an f32 or a bf16 cache:
+ * scores, softmax and sum in double. */
 static void row_ref(const k3_mla_tile_args *a, int64_t i, double *acc) {
     int64_t len = row_len(a, i);
     const float *q = row_q(a, i), *qp = row_qp(a, i);
+    const float *K = a->K16 ? NULL : a->K, *P = a->K16 ? NULL : a->P, *V = a->K16 ? NULL : a->V;
     double mx = -INFINITY, sum = 0;
     for (int pass = 0; pass < 2; pass++) {
         for (int64_t j = 0; j < len; j++) {
             double d = 0;
-            for (int k = 0; k < a->dk; k++) d += (double)q[k] * a->K[j * a->ldk + k];
-            for (int k = 0; k < a->dp; k++) d += (double)qp[k] * a->P[j * a->ldp + k];
+            for (int k = 0; k < a->dk; k++) d += (double)q[k] * cached(K, a->K16, a->ldk, j, k);
+            for (int k = 0; k < a->dp; k++) d += (double)qp[k] * cached(P, a->P16, a->ldp, j, k);
             d *= a->scale;
             if (pass == 0) {
                 mx = d > mx ? d : mx;
@@ -173,7 +182,7 @@ static void row_ref(const k3_mla_tile_args *a, int64_t i, double *acc) {
             }
             double w = exp(d - mx);
             sum += w;
-            for (int k = 0; k < a->dv; k++) acc[k] += w * a->V[j * a->ldv + k];
+            for (int k = 0; k < a->dv; k++) acc[k] += w * cached(V, a->V16, a->ldv, j, k);
         }
     }
     float *o = row_out(a, i);
@@ -193,10 +202,7 @@ static void tile_ref(const k3_mla_tile_args *a) {
 void k3_mla_tile(const k3_mla_tile_args *a, float *scratch, int ref) {
     k3_kernels_mode mode = k3_kernels_active();
     if (ref || mode == K3_KERNELS_REF || !k3_cpu_has_avx2()) {
-        if (a->K16)
-            k3_mla_tile_ref_bf16(a);
-        else
-            tile_ref(a);
+        tile_ref(a);
         return;
     }
     block_fn fn = mode == K3_KERNELS_AVX512 ? k3_mla_tile_block_avx512 : k3_mla_tile_block_avx2;

@@ -35,7 +35,7 @@ typedef struct {
     int64_t nh, nt, q_h, q_t, qp_h, qp_t, o_h, o_t;
     int64_t off;
     float scale;
-    /* A bf16 cache (mla_tile_bf16.c): when K16 is set, K16, V16 and P16 (same
+    /* A bf16 cache (mla_tile_bf16_impl.h): when K16 is set, K16, V16 and P16 (same
        leading dimensions) are read instead of K, V and P, widened to f32 a
        block at a time; the arithmetic is the f32 kernel's. */
     const uint16_t *K16, *V16, *P16;
@@ -80,7 +80,5 @@ void k3_mla_tile_block_bf16_avx512(const k3_mla_tile_args *a, k3_tile_group *g, 
                                    int64_t j1);
 void k3_mla_tile_block_bf16_avx2(const k3_mla_tile_args *a, k3_tile_group *g, int64_t j0,
                                  int64_t j1);
-/* The scalar double reference over a bf16 cache (mla_tile_bf16.c). */
-void k3_mla_tile_ref_bf16(const k3_mla_tile_args *a);
 
 #endif
