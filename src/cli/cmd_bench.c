@@ -7,7 +7,8 @@
  *       measured in the same run over a working set at least as large as the
  *       bytes per token (roofline_bandwidth), and roofline = decode tok/s /
  *       (bw / bytes). --depth D: the same after a D-token context (filled
- *       once, not timed; each run starts from a copy of it), as llama-bench -d.
+ *       once, not timed, on --fill-threads N threads; each run starts from a
+ *       copy of it), as llama-bench -d.
  *   k3 bench --kernels [--threads N] [-p T]   GB/s and GFLOP/s per weight format
  *   k3 bench --bandwidth [--threads N]        streaming-read bandwidth only */
 #include "cli/cli.h"
@@ -18,6 +19,7 @@
 
 #include "base/err.h"
 #include "base/mem.h"
+#include "gen/depth.h"
 #include "io/safetensors.h"
 #include "kernels/kernels.h"
 #include "model/prefetch.h"
@@ -35,7 +37,7 @@ static void bench_usage(FILE *f) {
     fprintf(f, "usage: k3 bench --model DIR [-p 64] [-n 32] [--threads N] [--runs 5] [--json]\n"
                "                [--act-int8] [--bw-over auto|buffer|weights] [--batch B]\n"
                "                [--ram-budget SIZE] [--no-prefetch] [--depth D]\n"
-               "                [--cache-type f32|bf16]\n"
+               "                [--fill-threads N] [--cache-type f32|bf16]\n"
                "       k3 bench --kernels [--threads N] [-p T] [--quick]\n"
                "       k3 bench --bandwidth [--threads N]\n"
                "       k3 bench --attention N [--threads N]\n"
@@ -47,6 +49,9 @@ static void bench_usage(FILE *f) {
                "                token reads more (working set >= bytes per token)\n"
                "  --depth D     prefill and decode after a D-token context (filled once, not\n"
                "                timed; every run starts from a copy of it), as llama-bench -d\n"
+               "  --fill-threads N  with --depth: fill the context on N threads (default: as\n"
+               "                --threads), then measure on --threads; the filled state does not\n"
+               "                depend on N (threaded kernels equal one thread bit for bit)\n"
                "  --cache-type f32|bf16  the MLA latent cache's element (default f32, exact;\n"
                "                bf16 halves the latent bytes each decoded token reads)\n"
                "  --attention N the MLA attention kernel alone: one decode step of K3's 96\n"
@@ -55,8 +60,10 @@ static void bench_usage(FILE *f) {
                "                where the roofline bandwidth is measured (default auto: the\n"
                "                buffer up to 512 MiB per token, the weight files above)\n"
                "  --json        one JSON object on stdout instead of text\n"
-               "  --replay FILE.jsonl  speculative vs plain decoding on real text\n"
-               "                (see bench_replay.c: --spec-max K, -n N, --verify-cost K)\n"
+               "  --replay FILE.jsonl  speculative vs plain decoding on real text, each\n"
+               "                line's prompt prefilled once and both passes started from\n"
+               "                copies of it (see bench_replay.c: --spec-max K, -n N,\n"
+               "                --verify-cost K)\n"
                "  --act-int8    int8 activations in quantized decode (AVX-512 VNNI; lossy,\n"
                "                opt-in; also K3_ACT=int8)\n"
                "  --ram-budget SIZE  keep the dense weights and the most routed-to experts\n"
@@ -80,9 +87,10 @@ typedef struct {
     int kernels, bandwidth, threads, quick, json;
     int bw_over; /* 0 auto, 1 buffer, 2 weight files */
     long T, n, runs, batch;
-    long depth;     /* --depth: tokens of context before the timed prompt */
-    long attention; /* --attention: cache length of the attention-kernel benchmark */
-    int batch_only; /* --batch-only: just B, not 1, 2, 4, ... B */
+    long depth;        /* --depth: tokens of context before the timed prompt */
+    long fill_threads; /* --fill-threads: threads that fill that context (0: as measured) */
+    long attention;    /* --attention: cache length of the attention-kernel benchmark */
+    int batch_only;    /* --batch-only: just B, not 1, 2, 4, ... B */
     const char *model;
     int no_prefetch;     /* --no-prefetch: plain mmap faults for the experts */
     uint64_t ram_budget; /* --ram-budget: dense part + hot experts locked in RAM */
@@ -128,11 +136,19 @@ static void usage_now(double *cpu, double *sys, uint64_t *majflt) {
     *majflt = (uint64_t)u.ru_majflt;
 }
 
+/* Thread counts go to omp_set_num_threads (an int); more than this is a typo. */
+#define MAX_THREADS 4096
+
 static int parse_int(const char *s, const char *opt, long lo, long *out) {
     char *end;
     long v = strtol(s, &end, 10);
-    if (!*s || *end || v < lo) {
-        fprintf(stderr, "k3 bench: %s expects an integer >= %ld, got '%s'\n", opt, lo, s);
+    int threads = strstr(opt, "threads") != NULL;
+    if (!*s || *end || v < lo || (threads && v > MAX_THREADS)) {
+        if (threads)
+            fprintf(stderr, "k3 bench: %s expects an integer %ld..%d, got '%s'\n", opt, lo,
+                    MAX_THREADS, s);
+        else
+            fprintf(stderr, "k3 bench: %s expects an integer >= %ld, got '%s'\n", opt, lo, s);
         return -1;
     }
     *out = v;
@@ -147,6 +163,7 @@ static long *int_option(bench_args *a, const char *o) {
     if (!strcmp(o, "--runs")) return &a->runs;
     if (!strcmp(o, "--batch")) return &a->batch;
     if (!strcmp(o, "--depth")) return &a->depth;
+    if (!strcmp(o, "--fill-threads")) return &a->fill_threads;
     if (!strcmp(o, "--attention")) return &a->attention;
     if (!strcmp(o, "--threads")) return &threads;
     return NULL;
@@ -214,6 +231,11 @@ static int parse_args(int argc, char **argv, bench_args *a) {
     }
     if (!a->kernels && !a->bandwidth && !a->model && !a->attention) {
         bench_usage(stderr);
+        return -1;
+    }
+    if (a->fill_threads && (!a->depth || !a->model || a->batch)) {
+        fprintf(stderr, "k3 bench: --fill-threads N fills the context of --model DIR --depth D "
+                        "(D >= 1, not with --batch)\n");
         return -1;
     }
     return 0;
@@ -311,6 +333,8 @@ typedef struct {
     double storage_per_token, hit_rate; /* decode: bytes read from storage, expert hit rate */
     double cpu_per_token, sys_per_token, majflt_per_token, wall_per_token; /* decode, seconds */
     double runq_per_token; /* decode: seconds its threads waited for a core */
+    double fill_s;         /* the --depth context's fill, wall seconds */
+    int fill_threads;      /* and the threads it ran on */
     k3_prefetch_stats pf;
     int bw_on_weights; /* 1: over the mapped weight files, 0: an anonymous buffer */
 } model_result;
@@ -343,27 +367,17 @@ static double roofline_bandwidth(const bench_args *a, uint64_t active, uint64_t 
     return bw;
 }
 
-/* A sequence that has read a D-token context (tokens unlike the prompt's),
- * in chunks with the time on stderr; NULL + k3_errmsg on failure. */
-static k3_seq *fill_context(k3_model *m, long D, int V) {
-    enum { STEP = 4096 };
-    k3_seq *c = k3_seq_new(m);
-    int32_t *tok = k3_xmalloc(sizeof(int32_t) * STEP);
-    float *logits = k3_xmalloc(sizeof(float) * (size_t)V);
+static void fill_progress(void *ctx, int64_t done, int64_t total, double s) {
+    fprintf(stderr, "k3 bench: context %lld/%lld tokens (%.2f s, %d threads)\n", (long long)done,
+            (long long)total, s, *(const int *)ctx);
+}
+
+/* The --depth context, on --fill-threads (default: the measurement's threads). */
+static k3_seq *fill_context(const bench_args *a, k3_model *m, model_result *r) {
+    r->fill_threads = a->fill_threads ? (int)a->fill_threads : omp_get_max_threads();
     double t0 = k3_now();
-    for (long i = 0; i < D; i += STEP) {
-        long k = D - i < STEP ? D - i : STEP;
-        for (long j = 0; j < k; j++)
-            tok[j] = (int32_t)(((i + j) * 104729 + 7) % (V > 256 ? V - 256 : V));
-        if (k3_forward(c, tok, k, logits, 0) < 0) {
-            k3_seq_free(c);
-            c = NULL;
-            break;
-        }
-        fprintf(stderr, "k3 bench: context %ld/%ld tokens (%.2f s)\n", i + k, D, k3_now() - t0);
-    }
-    free(tok);
-    free(logits);
+    k3_seq *c = k3_depth_fill(m, a->depth, r->fill_threads, fill_progress, &r->fill_threads);
+    r->fill_s = k3_now() - t0;
     return c;
 }
 
@@ -381,7 +395,7 @@ static int measure_model(const bench_args *a, model_result *r) {
     int32_t *prompt = k3_xmalloc(sizeof(int32_t) * (size_t)a->T);
     for (long i = 0; i < a->T; i++)
         prompt[i] = (int32_t)((i * 7919 + 13) % (V > 256 ? V - 256 : V));
-    k3_seq *ctx = a->depth ? fill_context(m, a->depth, V) : NULL;
+    k3_seq *ctx = a->depth ? fill_context(a, m, r) : NULL;
     double *tp = k3_xmalloc(sizeof(double) * (size_t)a->runs);
     double *td = k3_xmalloc(sizeof(double) * (size_t)a->runs);
     int rc = a->depth && !ctx
@@ -456,7 +470,7 @@ static int run_model(const bench_args *a) {
     int th = omp_get_max_threads();
     if (a->json) {
         printf("{\"model\":\"%s\",\"threads\":%d,\"kernels\":\"%s\",\"cache_type\":\"%s\","
-               "\"depth\":%ld,\"prompt\":%ld,"
+               "\"depth\":%ld,\"fill_threads\":%d,\"fill_s\":%.3f,\"prompt\":%ld,"
                "\"decode\":%ld,"
                "\"runs\":%ld,\"load_s\":%.3f,\"prefill_tps\":%.2f,\"decode_tps\":%.2f,"
                "\"prefill_tps_min\":%.2f,\"prefill_tps_max\":%.2f,"
@@ -469,20 +483,24 @@ static int run_model(const bench_args *a) {
                "\"decode_sys_s_per_token\":%.6g,\"decode_majflt_per_token\":%.1f,"
                "\"decode_runqueue_wait_s_per_token\":%.6g,"
                "\"prefetch_pool_cpu_s\":%.6g,\"readahead\":\"%s\"}\n",
-               a->model, th, k3_kernels_name(), a->cache_type ? "bf16" : "f32", a->depth, a->T,
-               a->n, a->runs, r.load_s, r.prefill_tps, r.decode_tps, r.prefill_min, r.prefill_max,
-               r.decode_min, r.decode_max, (unsigned long long)r.peak_rss,
-               (unsigned long long)r.weight_bytes, (unsigned long long)r.active_bytes, r.bw,
-               (unsigned long long)r.bw_bytes, r.bw_on_weights ? "weight files" : "buffer",
-               r.roofline, activation_mode(0), r.storage_per_token, r.hit_rate, r.wall_per_token,
-               r.cpu_per_token, r.sys_per_token, r.majflt_per_token, r.runq_per_token,
-               r.pf.pool_cpu_ns / 1e9, k3_readahead_name(r.pf.readahead));
+               a->model, th, k3_kernels_name(), a->cache_type ? "bf16" : "f32", a->depth,
+               r.fill_threads, r.fill_s, a->T, a->n, a->runs, r.load_s, r.prefill_tps, r.decode_tps,
+               r.prefill_min, r.prefill_max, r.decode_min, r.decode_max,
+               (unsigned long long)r.peak_rss, (unsigned long long)r.weight_bytes,
+               (unsigned long long)r.active_bytes, r.bw, (unsigned long long)r.bw_bytes,
+               r.bw_on_weights ? "weight files" : "buffer", r.roofline, activation_mode(0),
+               r.storage_per_token, r.hit_rate, r.wall_per_token, r.cpu_per_token, r.sys_per_token,
+               r.majflt_per_token, r.runq_per_token, r.pf.pool_cpu_ns / 1e9,
+               k3_readahead_name(r.pf.readahead));
         return 0;
     }
     printf("model            %s (%s kernels, %d threads)\n", a->model, k3_kernels_name(), th);
     printf("activations      %s\n", activation_mode(1));
     printf("load             %.3f s\n", r.load_s);
-    if (a->depth) printf("depth            %ld tokens of context before the prompt\n", a->depth);
+    if (a->depth)
+        printf("depth            %ld tokens of context before the prompt (filled on %d threads in "
+               "%.2f s, not timed)\n",
+               a->depth, r.fill_threads, r.fill_s);
     printf("latent cache     %s\n", a->cache_type ? "bf16" : "f32");
     printf("prefill          %.1f tokens/s (%ld-token prompt, median of %ld)\n", r.prefill_tps,
            a->T, a->runs);

@@ -23,12 +23,34 @@ typedef struct k3_replay_pass {
     double verify_s, plain_s;   /* time in verify steps, in plain steps */
     double cpu_s, verify_cpu_s; /* process CPU time of the decode and of its verify steps: the
                                    work, less sensitive than wall time to a loaded machine */
+    uint64_t digest; /* with digest asked for: a hash of the bytes of every logits row the
+                        forced choice saw, in order (equal states give equal digests) */
 } k3_replay_pass;
 
-/* One pass over prompt[0..np) and answer[0..na) (na >= 2) with at most
- * spec_max drafts per step (0: plain). 0 or -1 + k3_errmsg. */
-int k3_replay_pass_run(k3_model *m, const int32_t *prompt, size_t np, const int32_t *answer,
-                       size_t na, int spec_max, k3_replay_pass *r);
+/* A line's two passes and the one prefill they share. */
+typedef struct k3_replay_line {
+    k3_replay_pass plain, spec;
+    double prefill_s, prefill_cpu_s; /* the prompt's prefill, wall and process CPU time */
+} k3_replay_line;
+
+/* A new sequence that has read prompt[0..np) (np may be 0): the state a
+ * pass starts from. NULL + k3_errmsg. */
+k3_seq *k3_replay_prefill(k3_model *m, const int32_t *prompt, size_t np);
+
+/* One pass from a copy of start, a sequence of m that has read exactly
+ * prompt[0..np) (start itself is not changed), over answer[0..na) (na >= 2)
+ * with at most spec_max drafts per step (0: plain). digest: also hash the
+ * logits (r->digest; a few operations per logit inside the timed steps, so
+ * off when timing). 0 or -1 + k3_errmsg. */
+int k3_replay_pass_run(k3_model *m, const k3_seq *start, const int32_t *prompt, size_t np,
+                       const int32_t *answer, size_t na, int spec_max, int digest,
+                       k3_replay_pass *r);
+
+/* A whole line: the prompt prefilled once, then the plain pass and the
+ * speculative one (spec_max drafts) from copies of that one state, so both
+ * start from bitwise the same caches and the prefill is paid once. */
+int k3_replay_line_run(k3_model *m, const int32_t *prompt, size_t np, const int32_t *answer,
+                       size_t na, int spec_max, int digest, k3_replay_line *out);
 
 /* Verify cost: after prefilling prompt, the median time of a verify pass of
  * 1 + k rows (k = 1..kmax, keeping one row) over that of a plain step,
