@@ -8,8 +8,9 @@
  * columns, then the 16 odd ones; zeros past K), so each 32 weights cost one
  * load, one AND and one shift for all the tokens, and then 2 FMAs per token
  * (the kernel this replaces widened every 16 weights with vpmovzxwd + shift
- * per row block and token group). A tile of 4 rows x TB <= 4 tokens keeps one
- * accumulator per (row, token); 5..8 tokens are two groups; columns go in chunks so
+ * per row block and token group). A tile of 4 rows x TB <= 5 tokens keeps one
+ * accumulator per (row, token) (20 + 8 weights + 2 activations of the 32
+ * registers); 6..10 tokens are two balanced groups; columns go in chunks so
  * the TB tokens' activations of a chunk (<= 32 KiB) stay in L1 while 16
  * rows stream through it.
  *
@@ -33,8 +34,11 @@
 
 #define ROWS 16 /* rows per pass over a column chunk */
 /* Tokens per tile: 2 rows x 8 tokens ran T = 8 at 0.7x the speed of two
- * passes of 4 x 4 (bench/kmicro.c, 16384 x 7168). */
-#define MAX_TB 4
+ * passes of 4 x 4 (bench/kmicro.c, 16384 x 7168). Up to 5: a verify step of
+ * 8 drafts (T = 9) runs as 5 + 4 instead of 3 + 3 + 3, one conversion of the
+ * weights fewer; 1024 x 1024 bf16, one core, CPU time: T = 9 103 -> 115
+ * GFLOP/s, T = 5 (one group instead of 3 + 2) 77 -> 111, T = 13 104 -> 121. */
+#define MAX_TB 5
 
 /* Each row's data is also fetched into L1 this many bytes ahead (512
  * columns; past a chunk's end, into the row's next chunk). The fetch of the
@@ -64,7 +68,7 @@ K3_AVX512_INLINE void fma_block(__m512 acc[4][MAX_TB], const __m512i *d, const f
         we[rr] = _mm512_castsi512_ps(_mm512_slli_epi32(d[rr], 16));
         wo[rr] = _mm512_castsi512_ps(_mm512_and_si512(d[rr], hi));
     }
-#pragma GCC unroll 8
+#pragma GCC unroll 5
     for (int t = 0; t < TB; t++) {
         const __m512 xe = _mm512_loadu_ps(x + t * ldx);
         const __m512 xo = _mm512_loadu_ps(x + t * ldx + 16);
@@ -95,7 +99,7 @@ K3_AVX512_INLINE void rows_tb(const k3_wmat *W, int64_t r0, int nr, const float 
             __m512 acc[4][MAX_TB];
 #pragma GCC unroll 4
             for (int rr = 0; rr < RB; rr++)
-#pragma GCC unroll 8
+#pragma GCC unroll 5
                 for (int t = 0; t < TB; t++)
                     acc[rr][t] = c0 == 0 ? _mm512_setzero_ps() : keep[i + rr][t];
             int64_t c = c0;
@@ -119,7 +123,7 @@ K3_AVX512_INLINE void rows_tb(const k3_wmat *W, int64_t r0, int nr, const float 
             }
 #pragma GCC unroll 4
             for (int rr = 0; rr < RB; rr++)
-#pragma GCC unroll 8
+#pragma GCC unroll 5
                 for (int t = 0; t < TB; t++) keep[i + rr][t] = acc[rr][t];
         }
     }
@@ -141,9 +145,10 @@ ROWS_TB(1, 4)
 ROWS_TB(2, 4)
 ROWS_TB(3, 4)
 ROWS_TB(4, 4)
+ROWS_TB(5, 4)
 
 typedef void (*rows_fn)(const k3_wmat *, int64_t, int, const float *, int64_t, float *, int64_t);
-static const rows_fn table[MAX_TB] = {bf_rows_1, bf_rows_2, bf_rows_3, bf_rows_4};
+static const rows_fn table[MAX_TB] = {bf_rows_1, bf_rows_2, bf_rows_3, bf_rows_4, bf_rows_5};
 
 int64_t k3_few_bf16_prepared_floats(const k3_wmat *W, int64_t T) {
     return T * kpad(W->cols) + 16;
