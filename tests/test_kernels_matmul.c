@@ -763,7 +763,8 @@ TEST(few_avx512_rows) {
 }
 
 /* The bf16 few-token kernel (matmul_few_bf16_avx512.c: activations
- * de-interleaved per 32 columns, zero past K, 4 x 4 tiles, column chunks of
+ * de-interleaved per 32 columns, zero past K, tiles of 4 rows x up to 5
+ * tokens (9 = 5 + 4, 13 = 5 + 4 + 4), column chunks of
  * 2048 at 4 tokens and 8192 at 1): within the reference bound, threaded ==
  * serial, token t independent of T and of row slices, on K with 1..31
  * columns past a multiple of 32, K past the chunks, rows around the 16-row
@@ -775,7 +776,8 @@ TEST(few_bf16_avx512) {
     for (int i = 0; i < 9; i++) {
         owned_mat m = make_mat(K3_W_BF16, Rs[i % 5], Ks[i], 0, 0, K3_W_F32);
         check_product("bf16 few", &m.w, 2 + i % 7);
-        few_rows_same_bits("bf16 few", &m.w, 8);
+        check_product("bf16 few", &m.w, 9 + i % 5);
+        few_rows_same_bits("bf16 few", &m.w, 13);
         free_mat(&m);
     }
     owned_mat w = make_mat(K3_W_BF16, 25, 8225, 0, 0, K3_W_F32); /* past the 1-token chunk */

@@ -8,8 +8,9 @@
  * columns, then the 16 odd ones; zeros past K), so each 32 weights cost one
  * load, one AND and one shift for all the tokens, and then 2 FMAs per token
  * (the kernel this replaces widened every 16 weights with vpmovzxwd + shift
- * per row block and token group). A tile of 4 rows x TB <= 4 tokens keeps one
- * accumulator per (row, token); 5..8 tokens are two groups; columns go in chunks so
+ * per row block and token group). A tile of 4 rows x TB <= 5 tokens keeps one
+ * accumulator per (row, token) (20 + 8 weights + 2 activations of the 32
+ * registers); 6..10 tokens are two balanced groups; columns go in chunks so
  * the TB tokens' activations of a chunk (<= 32 KiB) stay in L1 while 16
  * rows stream through it.
  *
@@ -33,8 +34,11 @@
 
 #define ROWS 16 /* rows per pass over a column chunk */
 /* Tokens per tile: 2 rows x 8 tokens ran T = 8 at 0.7x the speed of two
- * passes of 4 x 4 (bench/kmicro.c, 16384 x 7168). */
-#define MAX_TB 4
+ * passes of 4 x 4 (bench/kmicro.c, 16384 x 7168). Up to 5: a verify step of
+ * 8 drafts (T = 9) runs as 5 + 4 instead of 3 + 3 + 3, one conversion of the
+ * weights fewer; 1024 x 1024 bf16, one core, CPU time: T = 9 103 -> 115
+ * GFLOP/s, T = 5 (one group instead of 3 + 2) 77 -> 111, T = 13 104 -> 121. */
+#define MAX_TB 5
 
 /* Each row's data is also fetched into L1 this many bytes ahead (512
  * columns; past a chunk's end, into the row's next chunk). The fetch of the
@@ -64,7 +68,7 @@ K3_AVX512_INLINE void fma_block(__m512 acc[4][MAX_TB], const __m512i *d, const f
         we[rr] = _mm512_castsi512_ps(_mm512_slli_epi32(d[rr], 16));
         wo[rr] = _mm512_castsi512_ps(_mm512_and_si512(d[rr], hi));
     }
-#pragma GCC unroll 8
+#pragma GCC unroll 5
     for (int t = 0; t < TB; t++) {
         const __m512 xe = _mm512_loadu_ps(x + t * ldx);
         const __m512 xo = _mm512_loadu_ps(x + t * ldx + 16);
@@ -95,7 +99,7 @@ K3_AVX512_INLINE void rows_tb(const k3_wmat *W, int64_t r0, int nr, const float 
             __m512 acc[4][MAX_TB];
 #pragma GCC unroll 4
             for (int rr = 0; rr < RB; rr++)
-#pragma GCC unroll 8
+#pragma GCC unroll 5
                 for (int t = 0; t < TB; t++)
                     acc[rr][t] = c0 == 0 ? _mm512_setzero_ps() : keep[i + rr][t];
             int64_t c = c0;
@@ -119,7 +123,7 @@ K3_AVX512_INLINE void rows_tb(const k3_wmat *W, int64_t r0, int nr, const float 
             }
 #pragma GCC unroll 4
             for (int rr = 0; rr < RB; rr++)
-#pragma GCC unroll 8
+#pragma GCC unroll 5
                 for (int t = 0; t < TB; t++) keep[i + rr][t] = acc[rr][t];
         }
     }
@@ -141,24 +145,35 @@ ROWS_TB(1, 4)
 ROWS_TB(2, 4)
 ROWS_TB(3, 4)
 ROWS_TB(4, 4)
+ROWS_TB(5, 4)
 
 typedef void (*rows_fn)(const k3_wmat *, int64_t, int, const float *, int64_t, float *, int64_t);
-static const rows_fn table[MAX_TB] = {bf_rows_1, bf_rows_2, bf_rows_3, bf_rows_4};
+static const rows_fn table[MAX_TB] = {bf_rows_1, bf_rows_2, bf_rows_3, bf_rows_4, bf_rows_5};
 
 int64_t k3_few_bf16_prepared_floats(const k3_wmat *W, int64_t T) {
     return T * kpad(W->cols) + 16;
 }
 
-void k3_few_bf16_prepare_into(const k3_wmat *W, const float *X, int64_t T, float *xd) {
+/* Per 32 columns: the 16 even ones, then the 16 odd ones, zeros past K (two
+ * masked loads and two permutes per block: a verify step prepares every
+ * product's activations, and the scalar loop cost 1.5% of it). */
+K3_AVX512 void k3_few_bf16_prepare_into(const k3_wmat *W, const float *X, int64_t T, float *xd) {
     const int64_t K = W->cols, ld = kpad(K);
+    const __m512i even =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
     for (int64_t t = 0; t < T; t++) {
         const float *x = X + t * K;
         float *o = xd + t * ld;
-        for (int64_t c = 0; c < ld; c += 32)
-            for (int i = 0; i < 16; i++) {
-                o[c + i] = c + 2 * i < K ? x[c + 2 * i] : 0.0f;
-                o[c + 16 + i] = c + 2 * i + 1 < K ? x[c + 2 * i + 1] : 0.0f;
-            }
+        for (int64_t c = 0; c < ld; c += 32) {
+            const int64_t n = K - c; /* columns left, 1.. */
+            const __mmask16 m0 = n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
+            const __mmask16 m1 = n >= 32 ? 0xffff : n <= 16 ? 0 : (__mmask16)((1u << (n - 16)) - 1);
+            const __m512 a = _mm512_maskz_loadu_ps(m0, x + c);
+            const __m512 b = _mm512_maskz_loadu_ps(m1, x + c + 16);
+            _mm512_storeu_ps(o + c, _mm512_permutex2var_ps(a, even, b));
+            _mm512_storeu_ps(o + c + 16, _mm512_permutex2var_ps(a, odd, b));
+        }
     }
 }
 
