@@ -63,11 +63,13 @@ int k3_mla_tile_bench(int nh, int r, int rope, int64_t n, int64_t nt, int reps,
 #define K3_TILE_TOK 64   /* tokens per block */
 
 typedef struct {
-    int g, gp;                  /* rows in use (<= K3_TILE_GROUP), lanes (g rounded up to 16) */
-    const float *qt;            /* [dk + dp][gp]: the rows' q then qp, transposed, zero past g */
-    int64_t len[K3_TILE_GROUP]; /* row i attends cached rows [0, len[i]) */
-    float *acc[K3_TILE_GROUP];  /* [dv] row i's weighted sum */
-    float mx[K3_TILE_GROUP], sum[K3_TILE_GROUP]; /* per lane: running max, sum of weights */
+    int g, gp;       /* rows in use (<= K3_TILE_GROUP), lanes (g rounded up to 16) */
+    int ahead;       /* 1: the first group to walk each block, which asks for it ahead */
+    const float *qt; /* [dk + dp][gp]: the rows' q then qp, transposed, zero past g */
+    const float *q[K3_TILE_GROUP], *qp[K3_TILE_GROUP]; /* row i's q [dk] and qp [dp] as given */
+    int64_t len[K3_TILE_GROUP];                        /* row i attends cached rows [0, len[i]) */
+    float *acc[K3_TILE_GROUP];                         /* [dv] row i's weighted sum */
+    float mx[K3_TILE_GROUP], sum[K3_TILE_GROUP];       /* per lane: running max, sum of weights */
 } k3_tile_group;
 
 /* Fold cached rows [j0, j1) (j1 - j0 <= K3_TILE_TOK) into the running state of
