@@ -32,50 +32,53 @@
 #define BW_BYTES ((size_t)512 << 20) /* ~5x the largest L3 seen on CI machines */
 
 static void bench_usage(FILE *f) {
-    fprintf(f, "usage: k3 bench --model DIR [-p 64] [-n 32] [--threads N] [--runs 5] [--json]\n"
-               "                [--act-int8] [--bw-over auto|buffer|weights] [--batch B]\n"
-               "                [--ram-budget SIZE] [--no-prefetch] [--depth D]\n"
-               "                [--cache-type f32|bf16]\n"
-               "       k3 bench --kernels [--threads N] [-p T] [--quick]\n"
-               "       k3 bench --bandwidth [--threads N]\n"
-               "       k3 bench --attention N [--heads H] [--rank R] [--queries Q] [--threads N]\n"
-               "\n"
-               "  --model DIR   prefill a P-token prompt, then decode N tokens, R times after a\n"
-               "                warm-up; reports medians, peak RSS, bytes read per decoded\n"
-               "                token, measured bandwidth and the roofline ratio; bandwidth\n"
-               "                over a 512 MiB buffer, or over the mapped weight files when a\n"
-               "                token reads more (working set >= bytes per token)\n"
-               "  --depth D     prefill and decode after a D-token context (filled once, not\n"
-               "                timed; every run starts from a copy of it), as llama-bench -d\n"
-               "  --cache-type f32|bf16  the MLA latent cache's element (default f32, exact;\n"
-               "                bf16 halves the latent bytes each decoded token reads)\n"
-               "  --attention N the MLA attention kernel alone: one decode step of K3's 96\n"
-               "                heads (rank 512, RoPE 64) over an N-token latent cache;\n"
-               "                --heads H, --rank R and --queries Q (a causal chunk of Q\n"
-               "                queries, H x Q rows) change the shape\n"
-               "  --bw-over auto|buffer|weights\n"
-               "                where the roofline bandwidth is measured (default auto: the\n"
-               "                buffer up to 512 MiB per token, the weight files above)\n"
-               "  --json        one JSON object on stdout instead of text\n"
-               "  --replay FILE.jsonl  speculative vs plain decoding on real text\n"
-               "                (see bench_replay.c: --spec-max K, -n N, --verify-cost K)\n"
-               "  --act-int8    int8 activations in quantized decode (AVX-512 VNNI; lossy,\n"
-               "                opt-in; also K3_ACT=int8)\n"
-               "  --ram-budget SIZE  keep the dense weights and the most routed-to experts\n"
-               "                locked in RAM up to SIZE (e.g. 20G; models larger than RAM)\n"
-               "  --no-prefetch don't read the chosen experts ahead (plain mmap faults); the\n"
-               "                storage line gives bytes read per decoded token and the\n"
-               "                share of chosen expert bytes already in RAM\n"
-               "  --batch B     with --model: batched decode of 1, 2, 4, ... B sequences (one\n"
-               "                k3_forward_batch per step), aggregate and per-sequence tok/s\n"
-               "  --batch-only  with --batch B: only B (profiling one batch size; the ratio\n"
-               "                columns are then 1)\n"
-               "  --kernels     matvec (decode) GB/s and matmul (prefill, T tokens, default 64)\n"
-               "                GFLOP/s for every weight format, plus memory read bandwidth\n"
-               "  --bandwidth   streaming-read bandwidth over a 512 MiB buffer\n"
-               "  --threads N   OpenMP threads (default: all cores)\n"
-               "  --quick       small matrices (seconds; for tests)\n"
-               "  K3_KERNELS=ref runs the scalar reference kernels instead\n");
+    fprintf(f,
+            "usage: k3 bench --model DIR [-p 64] [-n 32] [--threads N] [--runs 5] [--json]\n"
+            "                [--act-int8] [--bw-over auto|buffer|weights] [--batch B]\n"
+            "                [--ram-budget SIZE] [--no-prefetch] [--depth D]\n"
+            "                [--cache-type f32|bf16]\n"
+            "       k3 bench --kernels [--threads N] [-p T] [--quick]\n"
+            "       k3 bench --bandwidth [--threads N]\n"
+            "       k3 bench --attention N [--heads H] [--rank R] [--queries Q] [--cache-type T]\n"
+            "                [--threads N]\n"
+            "\n"
+            "  --model DIR   prefill a P-token prompt, then decode N tokens, R times after a\n"
+            "                warm-up; reports medians, peak RSS, bytes read per decoded\n"
+            "                token, measured bandwidth and the roofline ratio; bandwidth\n"
+            "                over a 512 MiB buffer, or over the mapped weight files when a\n"
+            "                token reads more (working set >= bytes per token)\n"
+            "  --depth D     prefill and decode after a D-token context (filled once, not\n"
+            "                timed; every run starts from a copy of it), as llama-bench -d\n"
+            "  --cache-type f32|bf16  the MLA latent cache's element (default f32, exact;\n"
+            "                bf16 halves the latent bytes each decoded token reads)\n"
+            "  --attention N the MLA attention kernel alone: one decode step of K3's 96\n"
+            "                heads (rank 512, RoPE 64) over an N-token latent cache;\n"
+            "                --heads H, --rank R and --queries Q (a causal chunk of Q\n"
+            "                queries, H x Q rows) change the shape, --cache-type bf16\n"
+            "                the cache's element\n"
+            "  --bw-over auto|buffer|weights\n"
+            "                where the roofline bandwidth is measured (default auto: the\n"
+            "                buffer up to 512 MiB per token, the weight files above)\n"
+            "  --json        one JSON object on stdout instead of text\n"
+            "  --replay FILE.jsonl  speculative vs plain decoding on real text\n"
+            "                (see bench_replay.c: --spec-max K, -n N, --verify-cost K)\n"
+            "  --act-int8    int8 activations in quantized decode (AVX-512 VNNI; lossy,\n"
+            "                opt-in; also K3_ACT=int8)\n"
+            "  --ram-budget SIZE  keep the dense weights and the most routed-to experts\n"
+            "                locked in RAM up to SIZE (e.g. 20G; models larger than RAM)\n"
+            "  --no-prefetch don't read the chosen experts ahead (plain mmap faults); the\n"
+            "                storage line gives bytes read per decoded token and the\n"
+            "                share of chosen expert bytes already in RAM\n"
+            "  --batch B     with --model: batched decode of 1, 2, 4, ... B sequences (one\n"
+            "                k3_forward_batch per step), aggregate and per-sequence tok/s\n"
+            "  --batch-only  with --batch B: only B (profiling one batch size; the ratio\n"
+            "                columns are then 1)\n"
+            "  --kernels     matvec (decode) GB/s and matmul (prefill, T tokens, default 64)\n"
+            "                GFLOP/s for every weight format, plus memory read bandwidth\n"
+            "  --bandwidth   streaming-read bandwidth over a 512 MiB buffer\n"
+            "  --threads N   OpenMP threads (default: all cores)\n"
+            "  --quick       small matrices (seconds; for tests)\n"
+            "  K3_KERNELS=ref runs the scalar reference kernels instead\n");
 }
 
 typedef struct {
@@ -527,15 +530,17 @@ static int run_attention(const bench_args *a) {
         return 1;
     }
     if (k3_mla_tile_bench((int)a->heads, (int)a->rank, 64, a->attention, a->queries,
-                          a->quick ? 2 : 5, &r) < 0) {
+                          a->cache_type == K3_CACHE_BF16, a->quick ? 2 : 5, &r) < 0) {
         fprintf(stderr, "k3 bench: %s\n", k3_errmsg());
         return 1;
     }
     printf("attention        %s kernels, %d threads: %ld heads x %ld queries over %ld cached "
-           "tokens (rank %ld + RoPE 64): %.2f ms, %.1f GFLOP/s, cache read at %.1f GB/s; CPU time "
+           "tokens (rank %ld + RoPE 64, %s cache): %.2f ms, %.1f GFLOP/s, cache read at %.1f GB/s; "
+           "CPU time "
            "%.2f ms, %.1f GFLOP/s per CPU second\n",
            k3_kernels_name(), omp_get_max_threads(), a->heads, a->queries, a->attention, a->rank,
-           1e3 * r.seconds, r.gflops, r.cache_gbs, 1e3 * r.cpu_seconds, r.gflops_cpu);
+           a->cache_type == K3_CACHE_BF16 ? "bf16" : "f32", 1e3 * r.seconds, r.gflops, r.cache_gbs,
+           1e3 * r.cpu_seconds, r.gflops_cpu);
     return 0;
 }
 

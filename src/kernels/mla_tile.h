@@ -49,12 +49,13 @@ size_t k3_mla_tile_scratch(const k3_mla_tile_args *a);
 void k3_mla_tile(const k3_mla_tile_args *a, float *scratch, int ref);
 
 /* The kernel alone (k3 bench --attention): nh heads x nt queries over an
- * n-token cache of width r + rope, the best of reps calls. 0 or -1 + k3_errmsg. */
+ * n-token cache of width r + rope (bf16 = 1: a bf16 cache), the best of reps
+ * calls. 0 or -1 + k3_errmsg. */
 typedef struct {
     double seconds, gflops, cache_gbs; /* per call; multiply-add FLOP/s; cache bytes read/s */
     double cpu_seconds, gflops_cpu;    /* the same by CPU time (all threads) */
 } k3_mla_tile_bench_result;
-int k3_mla_tile_bench(int nh, int r, int rope, int64_t n, int64_t nt, int reps,
+int k3_mla_tile_bench(int nh, int r, int rope, int64_t n, int64_t nt, int bf16, int reps,
                       k3_mla_tile_bench_result *out);
 
 /* ---- internal: the per-ISA block step (mla_tile_avx512.c, mla_tile_avx2.c) ---- */
