@@ -9,8 +9,9 @@
  * token], and the weighted sum reads them with those strides.
  *
  * The includer also defines TILE_HSUM(v): lane i = the sum of the lanes of
- * v[i], for VW vectors v; VHMAX(v), VHSUM(v): the max, the sum of v's lanes. As in the rest of the
- * step, the instructions a row sees depend on the group's row count and the block bounds only. */
+ * v[i], for VW vectors v; VHMAX(v), VHSUM(v): the max, the sum of v's
+ * lanes. As in the rest of the step, the instructions a row sees depend on
+ * the group's row count and the block bounds only. */
 
 /* Dot products of rows q[0..R) against tokens y[0..T) over d dimensions,
  * added to acc[r * T + t], a vector of dimensions at a time (the tail under

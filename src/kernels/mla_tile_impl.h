@@ -187,8 +187,8 @@ TILE_INLINE void TILE_FN(wsum_cols)(const k3_mla_tile_args *a, const k3_tile_gro
  * take 8 vectors of columns (enough independent sums to fill the FMA
  * pipes); more take the shape, of WR x WC and the smaller ones, that pads
  * the fewest rows. */
-TILE_ATTR static void TILE_FN(wsum)(const k3_mla_tile_args *a, const k3_tile_group *gr, int64_t j0,
-                                    int jn, const float *S, int rs, int ts, const float *alpha) {
+TILE_INLINE void TILE_FN(wsum)(const k3_mla_tile_args *a, const k3_tile_group *gr, int64_t j0,
+                               int jn, const float *S, int rs, int ts, const float *alpha) {
     const int g = gr->g;
     if (g == 1) {
         TILE_FN(wsum_cols)(a, gr, 1, 8, j0, jn, S, rs, ts, alpha);
