@@ -15,6 +15,9 @@ static const int NS[] = {6, 4, 3};
  * probe up to BACKOFF_MAX. */
 #define BACKOFF_MAX 64
 
+#define CHAIN K3_DRAFT_CHAIN
+#define MATCH_MAX K3_DRAFT_MATCH_MAX
+
 typedef struct {
     uint64_t key; /* hash of the n tokens, never 0; 0 = empty slot */
     int64_t next; /* the position that followed them */
@@ -29,6 +32,9 @@ struct k3_drafter {
     int32_t *tok;
     int64_t len, cap_tok;
     table t[N_NS];
+    int64_t *prev[N_NS]; /* prev[k][i]: the earlier position that followed the n-gram before i */
+    int64_t cur;         /* a copy in progress: tok[cur - run, cur) ends the sequence; -1 none */
+    int run;
     int kmax, budget, misses, backoff, pause;
     double rate; /* running share of drafted tokens kept (weight 1/4 on the latest step) */
     int64_t probes;
@@ -50,20 +56,23 @@ static uint64_t gram_key(const int32_t *tok, int64_t at, int n) {
 static void table_grow(table *t, k3_drafter *d);
 
 /* key -> next, in at most K3_DRAFT_PROBES probes; a full neighbourhood
- * gives its first slot to the newer n-gram. */
-static void table_put(table *t, k3_drafter *d, uint64_t key, int64_t next) {
+ * gives its first slot to the newer n-gram. Returns the position key had
+ * before, or -1. */
+static int64_t table_put(table *t, k3_drafter *d, uint64_t key, int64_t next) {
     if (2 * (t->used + 1) > t->cap) table_grow(t, d);
     int64_t mask = t->cap - 1, home = (int64_t)(key & (uint64_t)mask);
     for (int i = 0; i < K3_DRAFT_PROBES; i++) {
         slot *s = &t->s[(home + i) & mask];
         d->probes++;
         if (s->key == key || !s->key) {
+            int64_t before = s->key ? s->next : -1;
             t->used += !s->key;
             *s = (slot){key, next};
-            return;
+            return before;
         }
     }
     t->s[home] = (slot){key, next};
+    return -1;
 }
 
 static void table_grow(table *t, k3_drafter *d) {
@@ -95,12 +104,13 @@ k3_drafter *k3_drafter_new(int kmax) {
     d->budget = d->kmax < 4 ? d->kmax : 4;
     d->backoff = 2;
     d->rate = 1;
+    d->cur = -1;
     return d;
 }
 
 void k3_drafter_free(k3_drafter *d) {
     if (!d) return;
-    for (int i = 0; i < N_NS; i++) free(d->t[i].s);
+    for (int i = 0; i < N_NS; i++) free(d->t[i].s), free(d->prev[i]);
     free(d->tok);
     free(d);
 }
@@ -109,25 +119,52 @@ void k3_drafter_push(k3_drafter *d, int32_t id) {
     if (d->len == d->cap_tok) {
         d->cap_tok = d->cap_tok ? 2 * d->cap_tok : 256;
         d->tok = k3_xrealloc(d->tok, sizeof *d->tok * (size_t)d->cap_tok);
+        for (int k = 0; k < N_NS; k++)
+            d->prev[k] = k3_xrealloc(d->prev[k], sizeof *d->prev[k] * (size_t)d->cap_tok);
     }
     int64_t i = d->len++;
     d->tok[i] = id;
+    if (d->cur >= 0 && d->tok[d->cur] == id) /* the copy goes on */
+        d->cur++, d->run += d->run < MATCH_MAX;
+    else
+        d->cur = -1, d->run = 0;
     for (int k = 0; k < N_NS; k++) /* the n-gram before i was followed by position i */
-        if (i >= NS[k]) table_put(&d->t[k], d, gram_key(d->tok, i - NS[k], NS[k]), i);
+        d->prev[k][i] =
+            i < NS[k] ? -1 : table_put(&d->t[k], d, gram_key(d->tok, i - NS[k], NS[k]), i);
 }
 
-/* Where the longest indexed suffix of the tokens occurred before (the
- * position after it), or -1. A hash collision is caught by comparing. */
+/* How many tokens before position p equal the last ones, up to MATCH_MAX. */
+static int match_len(k3_drafter *d, int64_t p) {
+    int l = 0;
+    while (l < MATCH_MAX && l < p && d->tok[p - 1 - l] == d->tok[d->len - 1 - l]) l++;
+    d->probes += l;
+    return l;
+}
+
+/* Where the sequence's end occurred before (the position after it), or -1:
+ * of the copy in progress and the last CHAIN occurrences of the longest
+ * indexed n-gram that has one, the longest match (a copy that has gone on
+ * for a while, or the place whose context agrees furthest back), the copy
+ * in progress or the most recent on a tie. A hash collision matches less
+ * than n and is skipped. */
 static int64_t find_match(k3_drafter *d) {
+    int64_t best = d->cur;
+    int best_len = d->cur >= 0 ? d->run : 0;
     for (int k = 0; k < N_NS; k++) {
-        int n = NS[k];
+        int n = NS[k], found = 0;
         if (d->len < n + 1) continue;
         int64_t p = table_get(&d->t[k], d, gram_key(d->tok, d->len - n, n));
-        if (p >= n && p < d->len &&
-            !memcmp(d->tok + p - n, d->tok + d->len - n, sizeof *d->tok * (size_t)n))
-            return p;
+        for (int c = 0; c < CHAIN && best_len < MATCH_MAX && p >= n && p < d->len;
+             c++, p = d->prev[k][p]) {
+            int l = match_len(d, p);
+            if (l < n) continue;
+            found = 1;
+            if (l > best_len) best = p, best_len = l;
+        }
+        if (found || best_len >= n) break; /* a shorter n-gram cannot match longer */
     }
-    return -1;
+    d->cur = best, d->run = best_len;
+    return best;
 }
 
 int k3_drafter_propose(k3_drafter *d, int32_t *out) {
