@@ -1,12 +1,11 @@
 /* test_gen_spec.c — the parts of speculative decoding that need no model:
  * the drafter's proposals (the longest match, the occurrence whose context
- * agrees furthest back), its index on adversarial input (one token repeated
- * 100k times, 100k distinct tokens, runs of one token between distinct ones:
- * entries, probes and bytes stay linear in the tokens; counted, not timed),
- * its fallback to plain decoding while drafts miss, the acceptance study's
- * depths and best drafter on a copied answer, and the sampling rule: for
- * every draft x the computed distribution p(x)[t = x] + (1 - p(x)) r(t)
- * equals the target p exactly. */
+ * agrees furthest back, a long copy resumed after a few tokens that differ), its index on
+ * adversarial input (one token repeated 100k times, 100k distinct tokens, runs of one token between
+ * distinct ones: entries, probes and bytes stay linear in the tokens; counted, not timed), its
+ * fallback to plain decoding while drafts miss, the acceptance study's depths and best drafter on a
+ * copied answer, and the sampling rule: for every draft x the computed distribution p(x)[t = x] +
+ * (1 - p(x)) r(t) equals the target p exactly. */
 #include "t.h"
 
 #include "gen/draft.h"
@@ -50,6 +49,19 @@ TEST(copies_from_the_occurrence_whose_context_agrees_furthest_back) {
     int32_t out[16];
     int k = k3_drafter_propose(d, out);
     CHECK(k >= 2 && out[0] == 100 && out[1] == 101, "k %d: %d %d", k, out[0], out[1]);
+    k3_drafter_free(d);
+}
+
+TEST(a_long_copy_resumes_after_a_few_tokens_that_differ) {
+    k3_drafter *d = k3_drafter_new(4);
+    for (int i = 0; i < 30; i++) k3_drafter_push(d, 100 + i);
+    int32_t out[16];
+    for (int i = 0; i < 18; i++) /* a copy of 18 tokens, followed by proposals */
+        k3_drafter_push(d, 100 + i), k3_drafter_propose(d, out);
+    const int32_t quoted[] = {900, 901, 119}; /* 118 written as two other tokens */
+    for (int i = 0; i < 3; i++) k3_drafter_push(d, quoted[i]);
+    int k = k3_drafter_propose(d, out); /* no n-gram ends in 900 901 119 */
+    CHECK(k >= 2 && out[0] == 120 && out[1] == 121, "k %d: %d %d", k, out[0], out[1]);
     k3_drafter_free(d);
 }
 
@@ -200,6 +212,7 @@ int main(void) {
     RUN(proposes_what_followed_the_longest_match);
     RUN(a_repeat_reaching_the_present_continues_with_its_period);
     RUN(copies_from_the_occurrence_whose_context_agrees_furthest_back);
+    RUN(a_long_copy_resumes_after_a_few_tokens_that_differ);
     RUN(nothing_to_propose_without_a_match);
     RUN(study_depth_and_the_best_drafter_on_a_copied_answer);
     RUN(index_is_linear_on_adversarial_input);

@@ -35,6 +35,8 @@ struct k3_drafter {
     int64_t *prev[N_NS]; /* prev[k][i]: the earlier position that followed the n-gram before i */
     int64_t cur;         /* a copy in progress: tok[cur - run, cur) ends the sequence; -1 none */
     int run;
+    int64_t held; /* where a long copy broke off (the token it expected), while it may resume */
+    int held_age;
     int kmax, budget, misses, backoff, pause;
     double rate; /* running share of drafted tokens kept (weight 1/4 on the latest step) */
     int64_t probes;
@@ -104,7 +106,7 @@ k3_drafter *k3_drafter_new(int kmax) {
     d->budget = d->kmax < 4 ? d->kmax : 4;
     d->backoff = 2;
     d->rate = 1;
-    d->cur = -1;
+    d->cur = d->held = -1;
     return d;
 }
 
@@ -113,6 +115,34 @@ void k3_drafter_free(k3_drafter *d) {
     for (int i = 0; i < N_NS; i++) free(d->t[i].s), free(d->prev[i]);
     free(d->tok);
     free(d);
+}
+
+/* A long copy that breaks off may go on after a few tokens that differ (a
+ * newline quoted as \n, a renamed word): RESYNC_AGE tokens after the break,
+ * a token equal to one of the next RESYNC_SKIP + 1 the copy expected resumes
+ * it, as a match of RESYNC_RUN tokens (below a copy that agrees longer, so a
+ * resync that proves wrong breaks off short and is not held again). */
+#define HELD_RUN 16
+#define RESYNC_AGE 4
+#define RESYNC_SKIP 3
+#define RESYNC_RUN 8
+
+/* The copy in progress after id is appended at d->len - 1. */
+static void follow(k3_drafter *d, int32_t id) {
+    int64_t at = d->len - 1;
+    if (d->cur >= 0 && d->tok[d->cur] == id) { /* the copy goes on */
+        d->cur++, d->run += d->run < MATCH_MAX;
+        return;
+    }
+    if (d->cur >= 0 && d->run >= HELD_RUN) d->held = d->cur, d->held_age = 0;
+    d->cur = -1, d->run = 0;
+    if (d->held < 0 || d->held_age++ == 0) return; /* the breaking token itself differs */
+    for (int64_t j = 0; j <= RESYNC_SKIP && d->held + j < at; j++)
+        if (d->tok[d->held + j] == id) {
+            d->cur = d->held + j + 1, d->run = RESYNC_RUN, d->held = -1;
+            return;
+        }
+    if (d->held_age > RESYNC_AGE) d->held = -1;
 }
 
 void k3_drafter_push(k3_drafter *d, int32_t id) {
@@ -124,10 +154,7 @@ void k3_drafter_push(k3_drafter *d, int32_t id) {
     }
     int64_t i = d->len++;
     d->tok[i] = id;
-    if (d->cur >= 0 && d->tok[d->cur] == id) /* the copy goes on */
-        d->cur++, d->run += d->run < MATCH_MAX;
-    else
-        d->cur = -1, d->run = 0;
+    follow(d, id);
     for (int k = 0; k < N_NS; k++) /* the n-gram before i was followed by position i */
         d->prev[k][i] =
             i < NS[k] ? -1 : table_put(&d->t[k], d, gram_key(d->tok, i - NS[k], NS[k]), i);
