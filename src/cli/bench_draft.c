@@ -9,6 +9,7 @@
 #include "base/mem.h"
 #include "gen/draft_study.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,7 @@ int k3_study_cost_parse(const char *arg, k3_study_cost *out) {
     for (const char *s = eq + 1; *s;) {
         char *end;
         double v = strtod(s, &end);
-        if (end == s || v <= 0 || out->n == K3_DRAFT_MAX || (*end && *end != ','))
+        if (end == s || !isfinite(v) || v <= 0 || out->n == K3_DRAFT_MAX || (*end && *end != ','))
             return fprintf(stderr, "k3 bench: --cost %s: expected up to %d costs > 0, got '%s'\n",
                            out->name, K3_DRAFT_MAX, s),
                    -1;
