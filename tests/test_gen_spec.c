@@ -1,6 +1,7 @@
 /* test_gen_spec.c — the parts of speculative decoding that need no model:
  * the drafter's proposals (the longest match, the occurrence whose context
- * agrees furthest back, a long copy resumed after a few tokens that differ), its index on
+ * agrees furthest back, a long copy resumed after a few tokens that differ,
+ * a substitution seen twice applied to the copy), its index on
  * adversarial input (one token repeated 100k times, 100k distinct tokens, runs of one token between
  * distinct ones: entries, probes and bytes stay linear in the tokens; counted, not timed), its
  * fallback to plain decoding while drafts miss, the acceptance study's depths and best drafter on a
@@ -62,6 +63,26 @@ TEST(a_long_copy_resumes_after_a_few_tokens_that_differ) {
     for (int i = 0; i < 3; i++) k3_drafter_push(d, quoted[i]);
     int k = k3_drafter_propose(d, out); /* no n-gram ends in 900 901 119 */
     CHECK(k >= 2 && out[0] == 120 && out[1] == 121, "k %d: %d %d", k, out[0], out[1]);
+    k3_drafter_free(d);
+}
+
+/* A file quoted with each newline (7) written as two other tokens (900 901):
+ * after the substitution was seen twice, drafts from the copy apply it. */
+TEST(a_copy_applies_a_substitution_seen_twice) {
+    k3_drafter *d = k3_drafter_new(4);
+    int32_t src[100], out[16];
+    for (int i = 0; i < 100; i++) src[i] = i && i % 20 == 0 ? 7 : 100 + i;
+    for (int i = 0; i < 100; i++) k3_drafter_push(d, src[i]);
+    for (int i = 0; i < 58; i++) { /* the copy up to src[58], proposing after each token */
+        if (src[i] == 7)
+            k3_drafter_push(d, 900), k3_drafter_propose(d, out), k3_drafter_push(d, 901);
+        else
+            k3_drafter_push(d, src[i]);
+        k3_drafter_propose(d, out);
+    }
+    int k = k3_drafter_propose(d, out); /* src[58] src[59], then 7 written as 900 901 */
+    CHECK(k == 4 && out[0] == 158 && out[1] == 159 && out[2] == 900 && out[3] == 901,
+          "k %d: %d %d %d %d", k, out[0], out[1], out[2], out[3]);
     k3_drafter_free(d);
 }
 
@@ -213,6 +234,7 @@ int main(void) {
     RUN(a_repeat_reaching_the_present_continues_with_its_period);
     RUN(copies_from_the_occurrence_whose_context_agrees_furthest_back);
     RUN(a_long_copy_resumes_after_a_few_tokens_that_differ);
+    RUN(a_copy_applies_a_substitution_seen_twice);
     RUN(nothing_to_propose_without_a_match);
     RUN(study_depth_and_the_best_drafter_on_a_copied_answer);
     RUN(index_is_linear_on_adversarial_input);

@@ -15,6 +15,26 @@ static const int NS[] = {6, 4, 3};
  * probe up to BACKOFF_MAX. */
 #define BACKOFF_MAX 64
 
+/* A long copy that breaks off may go on after a few tokens that differ (a
+ * newline quoted as \n, a renamed word): RESYNC_AGE tokens after the break,
+ * a token equal to one of the next RESYNC_SKIP + 1 the copy expected resumes
+ * it, as a match of RESYNC_RUN tokens (below a copy that agrees longer, so a
+ * resync that proves wrong breaks off short and is not held again). What
+ * was written instead of the skipped tokens is learned (the last SUBS such
+ * substitutions): drafts from a copy apply it, and a copy that breaks and
+ * resumes by a substitution seen before keeps its length. */
+#define HELD_RUN 16
+#define RESYNC_AGE 4
+#define RESYNC_SKIP 3
+#define RESYNC_RUN 8
+#define SUBS 4
+
+/* The copy wrote to[0..nto) where its source had from[0..nfrom). */
+typedef struct {
+    int32_t from[RESYNC_SKIP], to[RESYNC_AGE + 1];
+    int nfrom, nto, seen;
+} subst;
+
 #define CHAIN K3_DRAFT_CHAIN
 #define MATCH_MAX K3_DRAFT_MATCH_MAX
 
@@ -35,8 +55,11 @@ struct k3_drafter {
     int64_t *prev[N_NS]; /* prev[k][i]: the earlier position that followed the n-gram before i */
     int64_t cur;         /* a copy in progress: tok[cur - run, cur) ends the sequence; -1 none */
     int run;
-    int64_t held; /* where a long copy broke off (the token it expected), while it may resume */
-    int held_age;
+    int64_t held;     /* where a long copy broke off (the token it expected), while it may resume */
+    int64_t broke_at; /* the position of the first token that differed */
+    int held_age, held_run;
+    subst sub[SUBS];
+    int nsub, sub_next;
     int kmax, budget, misses, backoff, pause;
     double rate; /* running share of drafted tokens kept (weight 1/4 on the latest step) */
     int64_t probes;
@@ -117,15 +140,26 @@ void k3_drafter_free(k3_drafter *d) {
     free(d);
 }
 
-/* A long copy that breaks off may go on after a few tokens that differ (a
- * newline quoted as \n, a renamed word): RESYNC_AGE tokens after the break,
- * a token equal to one of the next RESYNC_SKIP + 1 the copy expected resumes
- * it, as a match of RESYNC_RUN tokens (below a copy that agrees longer, so a
- * resync that proves wrong breaks off short and is not held again). */
-#define HELD_RUN 16
-#define RESYNC_AGE 4
-#define RESYNC_SKIP 3
-#define RESYNC_RUN 8
+/* Learn that tok[to, to_end) was written for tok[from, from + nfrom);
+ * 1 if that substitution was known. */
+static int learn(k3_drafter *d, int64_t from, int nfrom, int64_t to, int64_t to_end) {
+    int nto = (int)(to_end - to);
+    if (nfrom < 1 || nto < 1 || nto > RESYNC_AGE + 1) return 0;
+    for (int i = 0; i < d->nsub; i++) {
+        const subst *s = &d->sub[i];
+        if (s->nfrom == nfrom && s->nto == nto &&
+            !memcmp(s->from, d->tok + from, sizeof *s->from * (size_t)nfrom) &&
+            !memcmp(s->to, d->tok + to, sizeof *s->to * (size_t)nto))
+            return ++d->sub[i].seen;
+    }
+    subst *s = &d->sub[d->sub_next];
+    d->sub_next = (d->sub_next + 1) % SUBS;
+    d->nsub += d->nsub < SUBS;
+    s->nfrom = nfrom, s->nto = nto, s->seen = 1;
+    memcpy(s->from, d->tok + from, sizeof *s->from * (size_t)nfrom);
+    memcpy(s->to, d->tok + to, sizeof *s->to * (size_t)nto);
+    return 0;
+}
 
 /* The copy in progress after id is appended at d->len - 1. */
 static void follow(k3_drafter *d, int32_t id) {
@@ -134,12 +168,14 @@ static void follow(k3_drafter *d, int32_t id) {
         d->cur++, d->run += d->run < MATCH_MAX;
         return;
     }
-    if (d->cur >= 0 && d->run >= HELD_RUN) d->held = d->cur, d->held_age = 0;
+    if (d->cur >= 0 && d->run >= HELD_RUN)
+        d->held = d->cur, d->held_age = 0, d->held_run = d->run, d->broke_at = at;
     d->cur = -1, d->run = 0;
     if (d->held < 0 || d->held_age++ == 0) return; /* the breaking token itself differs */
     for (int64_t j = 0; j <= RESYNC_SKIP && d->held + j < at; j++)
         if (d->tok[d->held + j] == id) {
-            d->cur = d->held + j + 1, d->run = RESYNC_RUN, d->held = -1;
+            int known = learn(d, d->held, (int)j, d->broke_at, at);
+            d->cur = d->held + j + 1, d->run = known ? d->held_run : RESYNC_RUN, d->held = -1;
             return;
         }
     if (d->held_age > RESYNC_AGE) d->held = -1;
@@ -194,6 +230,38 @@ static int64_t find_match(k3_drafter *d) {
     return best;
 }
 
+/* A learned substitution whose source starts at q, or NULL. */
+static const subst *sub_at(const k3_drafter *d, int64_t q) {
+    for (int i = 0; i < d->nsub; i++) {
+        const subst *s = &d->sub[i];
+        if (s->seen >= 2 && q + s->nfrom <= d->len &&
+            !memcmp(d->tok + q, s->from, sizeof *s->from * (size_t)s->nfrom))
+            return s;
+    }
+    return NULL;
+}
+
+/* Up to k drafts copied from position p on, substitutions applied; how many.
+ * A copy that reaches the present repeats itself (unless a substitution
+ * shifted it: then it stops there). */
+static int copy_from(const k3_drafter *d, int64_t p, int k, int32_t *out) {
+    int64_t period = d->len - p, q = p;
+    int j = 0, shifted = 0;
+    while (j < k) {
+        const subst *s = q < d->len ? sub_at(d, q) : NULL;
+        if (s) {
+            for (int t = 0; t < s->nto && j < k; t++) out[j++] = s->to[t];
+            q += s->nfrom, shifted = 1;
+        } else if (q < d->len)
+            out[j++] = d->tok[q++];
+        else if (!shifted)
+            out[j] = out[j - period], j++;
+        else
+            break;
+    }
+    return j;
+}
+
 int k3_drafter_propose(k3_drafter *d, int32_t *out) {
     if (d->pause > 0) {
         d->pause--;
@@ -201,9 +269,7 @@ int k3_drafter_propose(k3_drafter *d, int32_t *out) {
     }
     int64_t p = find_match(d);
     if (p < 0) return 0;
-    int64_t period = d->len - p; /* a copy that reaches the present repeats itself */
-    for (int j = 0; j < d->budget; j++) out[j] = p + j < d->len ? d->tok[p + j] : out[j - period];
-    return d->budget;
+    return copy_from(d, p, d->budget, out);
 }
 
 /* A verify step costs more than a plain one (at least a third more on the
