@@ -10,7 +10,9 @@
  * with it (an edited file copied back, a quoted argument), or else the best
  * of the last K3_DRAFT_CHAIN occurrences of the longest n-gram that has one,
  * so that a line repeated across a file is copied from the place whose
- * context agrees. A repeat that runs into the present continues with its
+ * context agrees. A long copy that breaks off resumes a few tokens later,
+ * and a substitution it made twice (a newline quoted as \n) is applied to
+ * later drafts from the copy. A repeat that runs into the present continues with its
  * own period. Appending and proposing cost a bounded number of probes
  * whatever the context (each lookup probes at most K3_DRAFT_PROBES slots; a
  * full neighbourhood overwrites, which loses a draft, never time; at most
