@@ -1,12 +1,16 @@
 /* test_gen_spec.c — the parts of speculative decoding that need no model:
- * the drafter's proposals, its index on adversarial input (one token
- * repeated 100k times, 100k distinct tokens: entries, probes and bytes stay
- * linear in the tokens; counted, not timed), its fallback to plain decoding
- * while drafts miss, and the sampling rule: for every draft x the computed
- * distribution p(x)[t = x] + (1 - p(x)) r(t) equals the target p exactly. */
+ * the drafter's proposals (the longest match, the occurrence whose context
+ * agrees furthest back, a long copy resumed after a few tokens that differ,
+ * a substitution seen twice applied to the copy), its index on
+ * adversarial input (one token repeated 100k times, 100k distinct tokens, runs of one token between
+ * distinct ones: entries, probes and bytes stay linear in the tokens; counted, not timed), its
+ * fallback to plain decoding while drafts miss, the acceptance study's depths and best drafter on a
+ * copied answer, and the sampling rule: for every draft x the computed distribution p(x)[t = x] +
+ * (1 - p(x)) r(t) equals the target p exactly. */
 #include "t.h"
 
 #include "gen/draft.h"
+#include "gen/draft_study.h"
 #include "gen/sampler.h"
 #include "gen/spec.h"
 
@@ -35,6 +39,53 @@ TEST(a_repeat_reaching_the_present_continues_with_its_period) {
     k3_drafter_free(d);
 }
 
+TEST(copies_from_the_occurrence_whose_context_agrees_furthest_back) {
+    k3_drafter *d = k3_drafter_new(4);
+    /* "8 7 6 5 4 3 2" occurs twice: first after 50 9 (then 100), last after
+       60 (then 200); the end of the sequence, 50 9 8 7 6 5 4 3 2, agrees with
+       the first for 9 tokens and with the most recent for 7 */
+    const int32_t seq[] = {50, 9, 8, 7, 6,   5,   4,  3, 2, 100, 101, 60, 8, 7, 6,
+                           5,  4, 3, 2, 200, 201, 50, 9, 8, 7,   6,   5,  4, 3, 2};
+    for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++) k3_drafter_push(d, seq[i]);
+    int32_t out[16];
+    int k = k3_drafter_propose(d, out);
+    CHECK(k >= 2 && out[0] == 100 && out[1] == 101, "k %d: %d %d", k, out[0], out[1]);
+    k3_drafter_free(d);
+}
+
+TEST(a_long_copy_resumes_after_a_few_tokens_that_differ) {
+    k3_drafter *d = k3_drafter_new(4);
+    for (int i = 0; i < 30; i++) k3_drafter_push(d, 100 + i);
+    int32_t out[16];
+    for (int i = 0; i < 18; i++) /* a copy of 18 tokens, followed by proposals */
+        k3_drafter_push(d, 100 + i), k3_drafter_propose(d, out);
+    const int32_t quoted[] = {900, 901, 119}; /* 118 written as two other tokens */
+    for (int i = 0; i < 3; i++) k3_drafter_push(d, quoted[i]);
+    int k = k3_drafter_propose(d, out); /* no n-gram ends in 900 901 119 */
+    CHECK(k >= 2 && out[0] == 120 && out[1] == 121, "k %d: %d %d", k, out[0], out[1]);
+    k3_drafter_free(d);
+}
+
+/* A file quoted with each newline (7) written as two other tokens (900 901):
+ * after the substitution was seen twice, drafts from the copy apply it. */
+TEST(a_copy_applies_a_substitution_seen_twice) {
+    k3_drafter *d = k3_drafter_new(4);
+    int32_t src[100], out[16];
+    for (int i = 0; i < 100; i++) src[i] = i && i % 20 == 0 ? 7 : 100 + i;
+    for (int i = 0; i < 100; i++) k3_drafter_push(d, src[i]);
+    for (int i = 0; i < 58; i++) { /* the copy up to src[58], proposing after each token */
+        if (src[i] == 7)
+            k3_drafter_push(d, 900), k3_drafter_propose(d, out), k3_drafter_push(d, 901);
+        else
+            k3_drafter_push(d, src[i]);
+        k3_drafter_propose(d, out);
+    }
+    int k = k3_drafter_propose(d, out); /* src[58] src[59], then 7 written as 900 901 */
+    CHECK(k == 4 && out[0] == 158 && out[1] == 159 && out[2] == 900 && out[3] == 901,
+          "k %d: %d %d %d %d", k, out[0], out[1], out[2], out[3]);
+    k3_drafter_free(d);
+}
+
 TEST(nothing_to_propose_without_a_match) {
     k3_drafter *d = k3_drafter_new(8);
     int32_t out[16];
@@ -58,9 +109,11 @@ static void adversarial(int32_t (*gen)(int), const char *name) {
            (long long)c.entries, (long long)c.probes, c.bytes);
     CHECK(c.tokens == N);
     CHECK(c.entries <= 3 * (int64_t)N, "%s: %lld entries", name, (long long)c.entries);
-    /* per token: 3 inserts and 3 lookups of <= 8 probes, plus rehashing (each
-       entry moves at most once per doubling: < 2 x entries x 8 in all) */
-    CHECK(c.probes <= 6 * 8 * (int64_t)N + 2 * 8 * 3 * (int64_t)N, "%s: %lld probes", name,
+    /* per token: 3 inserts and 3 lookups of <= 8 probes, the tokens compared
+       to weigh the candidates, plus rehashing (each entry moves at most once
+       per doubling: < 2 x entries x 8 in all) */
+    int64_t per_token = 6 * 8 + K3_DRAFT_CHAIN * K3_DRAFT_MATCH_MAX;
+    CHECK(c.probes <= per_token * N + 2 * 8 * 3 * (int64_t)N, "%s: %lld probes", name,
           (long long)c.probes);
     CHECK(c.bytes <= 200 * (size_t)N, "%s: %zu bytes", name, c.bytes);
     k3_drafter_free(d);
@@ -74,9 +127,16 @@ static int32_t distinct(int i) {
     return i;
 }
 
+/* Runs of one token between distinct ones: every lookup finds long matches
+ * at many earlier places, and the copy in progress breaks every 64 tokens. */
+static int32_t runs(int i) {
+    return i % 64 ? 7 : 1000 + i;
+}
+
 TEST(index_is_linear_on_adversarial_input) {
     adversarial(same, "one token repeated");
     adversarial(distinct, "all distinct");
+    adversarial(runs, "runs of one token");
 }
 
 TEST(misses_fall_back_to_plain_decoding_with_probes) {
@@ -97,6 +157,32 @@ TEST(misses_fall_back_to_plain_decoding_with_probes) {
     CHECK(probes < 25, "%d verify steps of 1000 while every draft misses", probes);
     CHECK(plain + probes == 1000);
     k3_drafter_free(d);
+}
+
+TEST(study_depth_and_the_best_drafter_on_a_copied_answer) {
+    int32_t prompt[10], answer[10];
+    for (int i = 0; i < 10; i++) prompt[i] = answer[i] = i + 1;
+    uint8_t depth[10];
+    k3_draft_study_depth(prompt, 10, answer, 10, depth);
+    CHECK(depth[0] == 0, "10 was never followed by 1 before: %d", depth[0]);
+    for (int i = 1; i < 10; i++) /* 1..i, then i + 1, is in the prompt */
+        CHECK(depth[i] == (i < K3_STUDY_DEPTH_MAX ? i : K3_STUDY_DEPTH_MAX), "depth[%d] %d", i,
+              depth[i]);
+    double free_verify[K3_DRAFT_MAX + 1], dear[K3_DRAFT_MAX + 1];
+    for (int k = 0; k <= K3_DRAFT_MAX; k++) free_verify[k] = 1, dear[k] = k + 2;
+    free_verify[0] = dear[0] = 1;
+    k3_replay_pass best;
+    double c = k3_draft_study_oracle(depth, 10, 1, 8, free_verify, &best);
+    CHECK(c == 1 && best.steps == 1 && best.by_k[8] == 1 && best.accepted == 8,
+          "free verify: cost %g, %lld steps", c, (long long)best.steps);
+    c = k3_draft_study_oracle(depth, 10, 3, 8, free_verify, &best); /* answer[1..2] too shallow */
+    CHECK(c == 3 && best.steps == 3 && best.verify_steps == 1, "m 3: cost %g", c);
+    c = k3_draft_study_oracle(depth, 10, 1, 8, dear, &best);
+    CHECK(c == 9 && best.verify_steps == 0, "dear verify: cost %g", c);
+    k3_replay_pass run;
+    k3_draft_study_run(prompt, 10, answer, 10, 8, &run);
+    CHECK(run.tokens == 9 && run.accepted <= run.drafted);
+    CHECK(k3_draft_study_cost(&run, free_verify) == (double)run.steps);
 }
 
 /* The sampling rule's distribution for draft x, computed. */
@@ -146,7 +232,11 @@ TEST(sampling_rule_takes_a_sure_draft_and_never_an_impossible_one) {
 int main(void) {
     RUN(proposes_what_followed_the_longest_match);
     RUN(a_repeat_reaching_the_present_continues_with_its_period);
+    RUN(copies_from_the_occurrence_whose_context_agrees_furthest_back);
+    RUN(a_long_copy_resumes_after_a_few_tokens_that_differ);
+    RUN(a_copy_applies_a_substitution_seen_twice);
     RUN(nothing_to_propose_without_a_match);
+    RUN(study_depth_and_the_best_drafter_on_a_copied_answer);
     RUN(index_is_linear_on_adversarial_input);
     RUN(misses_fall_back_to_plain_decoding_with_probes);
     RUN(sampling_rule_keeps_the_target_distribution);

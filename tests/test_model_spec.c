@@ -18,8 +18,12 @@
  * plain decoding leaves). Rollback and generation run with a bf16 latent
  * cache too (--cache-type bf16: the commit truncates that cache).
  *
+ * Replay: the model-free acceptance study (gen/draft_study.h) counts the
+ * steps, drafts and kept drafts of a speculative replay pass exactly.
+ *
  * Batched: a verify item of k3_forward_batch beside a decode and a prompt
  * chunk gives the logits of a verify pass alone, and commits the same. */
+#include "gen/draft_study.h"
 #include "gen/generate.h"
 #include "k3.h"
 #include "t.h"
@@ -203,6 +207,36 @@ TEST(speculative_decoding_on_the_fixtures) {
     run_model(dir, K3_CACHE_BF16);
 }
 
+/* The replay forces the target's choice, so the drafter alone decides what
+ * is kept: the model-free study counts exactly what a speculative replay
+ * pass does, on an answer that copies its prompt with edits. */
+TEST(draft_study_counts_what_a_replay_pass_counts) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/tiny-bf16", t_fixtures());
+    k3_model *m = k3_model_load(dir, NULL);
+    CHECK(m != NULL, "%s", k3_errmsg());
+    if (!m) return;
+    int V = k3_model_vocab(m);
+    enum { NPR = 48, NA = 72 };
+    int32_t prompt[NPR], answer[NA];
+    for (int i = 0; i < NPR; i++) prompt[i] = (int32_t)((i * 131 + 7) % V);
+    for (int i = 0; i < NA; i++) /* the prompt again, every 11th token changed */
+        answer[i] = i % 11 == 5 ? (int32_t)((i * 17 + 3) % V) : prompt[(i + 4) % NPR];
+    k3_replay_pass run, study;
+    CHECK(!k3_replay_pass_run(m, prompt, NPR, answer, NA, 8, &run), "%s", k3_errmsg());
+    k3_draft_study_run(prompt, NPR, answer, NA, 8, &study);
+    CHECK(study.steps == run.steps && study.verify_steps == run.verify_steps,
+          "steps %lld/%lld, verify %lld/%lld", (long long)study.steps, (long long)run.steps,
+          (long long)study.verify_steps, (long long)run.verify_steps);
+    CHECK(study.drafted == run.drafted && study.accepted == run.accepted,
+          "drafted %lld/%lld, accepted %lld/%lld", (long long)study.drafted, (long long)run.drafted,
+          (long long)study.accepted, (long long)run.accepted);
+    CHECK(!memcmp(study.by_k, run.by_k, sizeof run.by_k));
+    CHECK(run.accepted > 0 && run.accepted < run.drafted, "%lld of %lld kept",
+          (long long)run.accepted, (long long)run.drafted);
+    k3_model_free(m);
+}
+
 TEST(commit_refuses_without_a_pass_and_out_of_range) {
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/tiny-bf16", t_fixtures());
@@ -281,5 +315,6 @@ int main(void) {
     RUN(verify_item_in_a_batch_equals_a_verify_pass_alone);
     RUN(speculative_decoding_on_the_fixtures);
     RUN(commit_refuses_without_a_pass_and_out_of_range);
+    RUN(draft_study_counts_what_a_replay_pass_counts);
     return t_done();
 }

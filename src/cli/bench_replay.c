@@ -4,6 +4,8 @@
  *
  *   k3 bench --model DIR --replay FILE.jsonl [--spec-max K] [-n N] [--threads N] [--json]
  *   k3 bench --model DIR --verify-cost K [--replay FILE.jsonl] [--rounds R] [--json]
+ *   k3 bench --model DIR --replay FILE.jsonl --draft-only [--spec-max K] [-n N]
+ *            [--cost NAME=c1,...,cK]...   (bench_draft.c; only the tokenizer is loaded)
  *
  * Each line of FILE is {"prompt": "...", "answer": "..."}, tokenized without
  * a chat template. -n N replays only the first N tokens of each answer. The
@@ -11,6 +13,7 @@
  * state (gen/replay.h), and its time is reported apart. */
 #include "cli/bench_replay.h"
 
+#include "cli/bench_draft.h"
 #include "base/err.h"
 #include "base/mem.h"
 #include "gen/replay.h"
@@ -26,13 +29,11 @@
 typedef struct {
     const char *model, *file;
     long spec_max, n, threads, verify_k, rounds;
-    int json;
+    int json, draft_only, ncost;
+    k3_study_cost cost[K3_STUDY_COSTS];
 } replay_args;
 
-typedef struct {
-    int32_t *p, *a; /* prompt and answer ids */
-    size_t np, na;
-} replay_line;
+typedef k3_replay_line replay_line;
 
 int k3_bench_is_replay(int argc, char **argv) {
     for (int i = 1; i < argc; i++)
@@ -73,6 +74,10 @@ static int parse(int argc, char **argv, replay_args *a) {
             rc = want_long(o, v, 1, 1000, &a->rounds);
         else if (!strcmp(o, "--json"))
             a->json = 1, val = 0;
+        else if (!strcmp(o, "--draft-only"))
+            a->draft_only = 1, val = 0;
+        else if (!strcmp(o, "--cost") && v && a->ncost < K3_STUDY_COSTS)
+            rc = k3_study_cost_parse(v, &a->cost[a->ncost++]);
         else {
             fprintf(stderr, "k3 bench: unknown or incomplete option '%s' with --replay\n", o);
             return -1;
@@ -83,6 +88,10 @@ static int parse(int argc, char **argv, replay_args *a) {
     if (!a->model) return fprintf(stderr, "k3 bench: --replay needs --model DIR\n"), -1;
     if (!a->file && !a->verify_k)
         return fprintf(stderr, "k3 bench: --replay needs a FILE.jsonl\n"), -1;
+    if (a->draft_only && (!a->file || a->verify_k || a->json))
+        return fprintf(stderr, "k3 bench: --draft-only takes --replay FILE, without "
+                               "--verify-cost or --json\n"),
+               -1;
     return 0;
 }
 
@@ -239,9 +248,23 @@ static int run_cost(const replay_args *a, k3_model *m, replay_line *L) {
     return 0;
 }
 
+/* --draft-only: the tokenizer, the lines and the study; no weights. */
+static int draft_only(const replay_args *a) {
+    k3_tokenizer *tok = k3_tok_for_model(a->model);
+    int n = 0;
+    replay_line *L = tok ? load_lines(a, tok, &n) : NULL;
+    int rc = !L || k3_bench_draft_study(L, n, (int)a->spec_max, a->cost, a->ncost);
+    if (!L) fprintf(stderr, "k3 bench: %s\n", k3_errmsg());
+    for (int i = 0; i < n; i++) free(L[i].p), free(L[i].a);
+    free(L);
+    k3_tok_free(tok);
+    return rc;
+}
+
 int k3_bench_replay(int argc, char **argv) {
     replay_args a;
     if (parse(argc, argv, &a)) return 2;
+    if (a.draft_only) return draft_only(&a);
     if (a.threads) omp_set_num_threads((int)a.threads);
     k3_load_opts lo = {.threads = (int)a.threads, .tp_size = 1, .pp_size = 1};
     k3_model *m = k3_model_load(a.model, &lo);

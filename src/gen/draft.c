@@ -15,6 +15,29 @@ static const int NS[] = {6, 4, 3};
  * probe up to BACKOFF_MAX. */
 #define BACKOFF_MAX 64
 
+/* A long copy that breaks off may go on after a few tokens that differ (a
+ * newline quoted as \n, a renamed word): RESYNC_AGE tokens after the break,
+ * a token equal to one of the next RESYNC_SKIP + 1 the copy expected resumes
+ * it, as a match of RESYNC_RUN tokens (below a copy that agrees longer, so a
+ * resync that proves wrong breaks off short and is not held again). What
+ * was written instead of the skipped tokens is learned (the last SUBS such
+ * substitutions): drafts from a copy apply it, and a copy that breaks and
+ * resumes by a substitution seen before keeps its length. */
+#define HELD_RUN 16
+#define RESYNC_AGE 4
+#define RESYNC_SKIP 3
+#define RESYNC_RUN 8
+#define SUBS 4
+
+/* The copy wrote to[0..nto) where its source had from[0..nfrom). */
+typedef struct {
+    int32_t from[RESYNC_SKIP], to[RESYNC_AGE + 1];
+    int nfrom, nto, seen;
+} subst;
+
+#define CHAIN K3_DRAFT_CHAIN
+#define MATCH_MAX K3_DRAFT_MATCH_MAX
+
 typedef struct {
     uint64_t key; /* hash of the n tokens, never 0; 0 = empty slot */
     int64_t next; /* the position that followed them */
@@ -29,6 +52,14 @@ struct k3_drafter {
     int32_t *tok;
     int64_t len, cap_tok;
     table t[N_NS];
+    int64_t *prev[N_NS]; /* prev[k][i]: the earlier position that followed the n-gram before i */
+    int64_t cur;         /* a copy in progress: tok[cur - run, cur) ends the sequence; -1 none */
+    int run;
+    int64_t held;     /* where a long copy broke off (the token it expected), while it may resume */
+    int64_t broke_at; /* the position of the first token that differed */
+    int held_age, held_run;
+    subst sub[SUBS];
+    int nsub, sub_next;
     int kmax, budget, misses, backoff, pause;
     double rate; /* running share of drafted tokens kept (weight 1/4 on the latest step) */
     int64_t probes;
@@ -50,20 +81,23 @@ static uint64_t gram_key(const int32_t *tok, int64_t at, int n) {
 static void table_grow(table *t, k3_drafter *d);
 
 /* key -> next, in at most K3_DRAFT_PROBES probes; a full neighbourhood
- * gives its first slot to the newer n-gram. */
-static void table_put(table *t, k3_drafter *d, uint64_t key, int64_t next) {
+ * gives its first slot to the newer n-gram. Returns the position key had
+ * before, or -1. */
+static int64_t table_put(table *t, k3_drafter *d, uint64_t key, int64_t next) {
     if (2 * (t->used + 1) > t->cap) table_grow(t, d);
     int64_t mask = t->cap - 1, home = (int64_t)(key & (uint64_t)mask);
     for (int i = 0; i < K3_DRAFT_PROBES; i++) {
         slot *s = &t->s[(home + i) & mask];
         d->probes++;
         if (s->key == key || !s->key) {
+            int64_t before = s->key ? s->next : -1;
             t->used += !s->key;
             *s = (slot){key, next};
-            return;
+            return before;
         }
     }
     t->s[home] = (slot){key, next};
+    return -1;
 }
 
 static void table_grow(table *t, k3_drafter *d) {
@@ -95,39 +129,137 @@ k3_drafter *k3_drafter_new(int kmax) {
     d->budget = d->kmax < 4 ? d->kmax : 4;
     d->backoff = 2;
     d->rate = 1;
+    d->cur = d->held = -1;
     return d;
 }
 
 void k3_drafter_free(k3_drafter *d) {
     if (!d) return;
-    for (int i = 0; i < N_NS; i++) free(d->t[i].s);
+    for (int i = 0; i < N_NS; i++) free(d->t[i].s), free(d->prev[i]);
     free(d->tok);
     free(d);
+}
+
+/* Learn that tok[to, to_end) was written for tok[from, from + nfrom);
+ * 1 if that substitution was known. */
+static int learn(k3_drafter *d, int64_t from, int nfrom, int64_t to, int64_t to_end) {
+    int nto = (int)(to_end - to);
+    if (nfrom < 1 || nto < 1 || nto > RESYNC_AGE + 1) return 0;
+    for (int i = 0; i < d->nsub; i++) {
+        const subst *s = &d->sub[i];
+        if (s->nfrom == nfrom && s->nto == nto &&
+            !memcmp(s->from, d->tok + from, sizeof *s->from * (size_t)nfrom) &&
+            !memcmp(s->to, d->tok + to, sizeof *s->to * (size_t)nto))
+            return ++d->sub[i].seen;
+    }
+    subst *s = &d->sub[d->sub_next];
+    d->sub_next = (d->sub_next + 1) % SUBS;
+    d->nsub += d->nsub < SUBS;
+    s->nfrom = nfrom, s->nto = nto, s->seen = 1;
+    memcpy(s->from, d->tok + from, sizeof *s->from * (size_t)nfrom);
+    memcpy(s->to, d->tok + to, sizeof *s->to * (size_t)nto);
+    return 0;
+}
+
+/* The copy in progress after id is appended at d->len - 1. */
+static void follow(k3_drafter *d, int32_t id) {
+    int64_t at = d->len - 1;
+    if (d->cur >= 0 && d->tok[d->cur] == id) { /* the copy goes on */
+        d->cur++, d->run += d->run < MATCH_MAX;
+        return;
+    }
+    if (d->cur >= 0 && d->run >= HELD_RUN)
+        d->held = d->cur, d->held_age = 0, d->held_run = d->run, d->broke_at = at;
+    d->cur = -1, d->run = 0;
+    if (d->held < 0 || d->held_age++ == 0) return; /* the breaking token itself differs */
+    for (int64_t j = 0; j <= RESYNC_SKIP && d->held + j < at; j++)
+        if (d->tok[d->held + j] == id) {
+            int known = learn(d, d->held, (int)j, d->broke_at, at);
+            d->cur = d->held + j + 1, d->run = known ? d->held_run : RESYNC_RUN, d->held = -1;
+            return;
+        }
+    if (d->held_age > RESYNC_AGE) d->held = -1;
 }
 
 void k3_drafter_push(k3_drafter *d, int32_t id) {
     if (d->len == d->cap_tok) {
         d->cap_tok = d->cap_tok ? 2 * d->cap_tok : 256;
         d->tok = k3_xrealloc(d->tok, sizeof *d->tok * (size_t)d->cap_tok);
+        for (int k = 0; k < N_NS; k++)
+            d->prev[k] = k3_xrealloc(d->prev[k], sizeof *d->prev[k] * (size_t)d->cap_tok);
     }
     int64_t i = d->len++;
     d->tok[i] = id;
+    follow(d, id);
     for (int k = 0; k < N_NS; k++) /* the n-gram before i was followed by position i */
-        if (i >= NS[k]) table_put(&d->t[k], d, gram_key(d->tok, i - NS[k], NS[k]), i);
+        d->prev[k][i] =
+            i < NS[k] ? -1 : table_put(&d->t[k], d, gram_key(d->tok, i - NS[k], NS[k]), i);
 }
 
-/* Where the longest indexed suffix of the tokens occurred before (the
- * position after it), or -1. A hash collision is caught by comparing. */
+/* How many tokens before position p equal the last ones, up to MATCH_MAX. */
+static int match_len(k3_drafter *d, int64_t p) {
+    int l = 0;
+    while (l < MATCH_MAX && l < p && d->tok[p - 1 - l] == d->tok[d->len - 1 - l]) l++;
+    d->probes += l;
+    return l;
+}
+
+/* Where the sequence's end occurred before (the position after it), or -1:
+ * of the copy in progress and the last CHAIN occurrences of the longest
+ * indexed n-gram that has one, the longest match (a copy that has gone on
+ * for a while, or the place whose context agrees furthest back), the copy
+ * in progress or the most recent on a tie. A hash collision matches less
+ * than n and is skipped. */
 static int64_t find_match(k3_drafter *d) {
+    int64_t best = d->cur;
+    int best_len = d->cur >= 0 ? d->run : 0;
     for (int k = 0; k < N_NS; k++) {
-        int n = NS[k];
+        int n = NS[k], found = 0;
         if (d->len < n + 1) continue;
         int64_t p = table_get(&d->t[k], d, gram_key(d->tok, d->len - n, n));
-        if (p >= n && p < d->len &&
-            !memcmp(d->tok + p - n, d->tok + d->len - n, sizeof *d->tok * (size_t)n))
-            return p;
+        for (int c = 0; c < CHAIN && best_len < MATCH_MAX && p >= n && p < d->len;
+             c++, p = d->prev[k][p]) {
+            int l = match_len(d, p);
+            if (l < n) continue;
+            found = 1;
+            if (l > best_len) best = p, best_len = l;
+        }
+        if (found || best_len >= n) break; /* a shorter n-gram cannot match longer */
     }
-    return -1;
+    d->cur = best, d->run = best_len;
+    return best;
+}
+
+/* A learned substitution whose source starts at q, or NULL. */
+static const subst *sub_at(const k3_drafter *d, int64_t q) {
+    for (int i = 0; i < d->nsub; i++) {
+        const subst *s = &d->sub[i];
+        if (s->seen >= 2 && q + s->nfrom <= d->len &&
+            !memcmp(d->tok + q, s->from, sizeof *s->from * (size_t)s->nfrom))
+            return s;
+    }
+    return NULL;
+}
+
+/* Up to k drafts copied from position p on, substitutions applied; how many.
+ * A copy that reaches the present repeats itself (unless a substitution
+ * shifted it: then it stops there). */
+static int copy_from(const k3_drafter *d, int64_t p, int k, int32_t *out) {
+    int64_t period = d->len - p, q = p;
+    int j = 0, shifted = 0;
+    while (j < k) {
+        const subst *s = q < d->len ? sub_at(d, q) : NULL;
+        if (s) {
+            for (int t = 0; t < s->nto && j < k; t++) out[j++] = s->to[t];
+            q += s->nfrom, shifted = 1;
+        } else if (q < d->len)
+            out[j++] = d->tok[q++];
+        else if (!shifted)
+            out[j] = out[j - period], j++;
+        else
+            break;
+    }
+    return j;
 }
 
 int k3_drafter_propose(k3_drafter *d, int32_t *out) {
@@ -137,9 +269,7 @@ int k3_drafter_propose(k3_drafter *d, int32_t *out) {
     }
     int64_t p = find_match(d);
     if (p < 0) return 0;
-    int64_t period = d->len - p; /* a copy that reaches the present repeats itself */
-    for (int j = 0; j < d->budget; j++) out[j] = p + j < d->len ? d->tok[p + j] : out[j - period];
-    return d->budget;
+    return copy_from(d, p, d->budget, out);
 }
 
 /* A verify step costs more than a plain one (at least a third more on the

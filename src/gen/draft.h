@@ -2,14 +2,22 @@
  * (prompt lookup / n-gram matching).
  *
  * Every token of the sequence (prompt and generated) is appended once; an
- * index maps the hash of the last n tokens, for n in K3_DRAFT_NS, to the most
- * recent position that followed them. A proposal looks up the current
- * suffix, longest n first, and copies what followed the earlier occurrence
- * (a repeat that runs into the present continues with its own period).
- * Appending and proposing cost a bounded number of probes whatever the
- * context (each lookup probes at most K3_DRAFT_PROBES slots; a full
- * neighbourhood overwrites, which loses a draft, never time), and memory is
- * linear in the tokens appended.
+ * index maps the hash of the last n tokens (n = 6, 4, 3) to the most recent
+ * position that followed them, and each position links to the one that
+ * followed the same n-gram before it. A proposal copies what followed the
+ * earlier occurrence whose match with the end of the sequence is longest:
+ * the copy that the previous drafts followed, while the text keeps agreeing
+ * with it (an edited file copied back, a quoted argument), or else the best
+ * of the last K3_DRAFT_CHAIN occurrences of the longest n-gram that has one,
+ * so that a line repeated across a file is copied from the place whose
+ * context agrees. A long copy that breaks off resumes a few tokens later,
+ * and a substitution it made twice (a newline quoted as \n) is applied to
+ * later drafts from the copy. A repeat that runs into the present continues with its
+ * own period. Appending and proposing cost a bounded number of probes
+ * whatever the context (each lookup probes at most K3_DRAFT_PROBES slots; a
+ * full neighbourhood overwrites, which loses a draft, never time; at most
+ * K3_DRAFT_CHAIN x K3_DRAFT_MATCH_MAX tokens compared), and memory is linear
+ * in the tokens appended.
  *
  * The number of drafts adapts per sequence: it grows while drafts are
  * accepted and falls to 0 (plain decoding) after a step that kept nothing or
@@ -23,6 +31,10 @@
 
 #define K3_DRAFT_PROBES 8
 #define K3_DRAFT_MAX 16
+/* Earlier occurrences of an n-gram weighed per proposal, and the longest
+ * match measured (tokens compared back from each): bounded work per step. */
+#define K3_DRAFT_CHAIN 8
+#define K3_DRAFT_MATCH_MAX 64
 
 typedef struct k3_drafter k3_drafter;
 

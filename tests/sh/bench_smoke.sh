@@ -83,3 +83,28 @@ expect_error unknown_opt "unknown" --frobnicate
 expect_error attention_queries "queries <= the cache length" --attention 4 --queries 5
 expect_error attention_heads "heads <= 4096" --attention 4 --heads 5000
 expect_error bad_bw_over "auto, buffer or weights" --model "$FIX/tiny-bf16" --bw-over disk
+
+# --draft-only: the drafter over a replay file without the model (only a
+# tokenizer: byte-level here). A copied file gives several tokens a step and
+# the drafter never beats the bound it prints beside itself; bad --cost lists
+# are refused.
+python3 -c "
+import json; c = json.load(open('$FIX/tiny-bf16/config.json')); c['k3_tokenizer'] = 'byte-level'
+json.dump(c, open('$TMP/config.json', 'w'))"
+COST="c=1.5,2,2.5,3,3.5,4,4.5,5"
+if "$K3" bench --model "$TMP" --replay bench/replay/code-edit.jsonl --draft-only -n 400 --cost "$COST" \
+    >"$TMP/d.txt" 2>&1; then
+    tps=$(grep -o 'drafter: [0-9.]*' "$TMP/d.txt" | head -1 | cut -d' ' -f2)
+    read -r mine best <<<"$(awk '$1 == "c" { print $2, $4 }' "$TMP/d.txt" | head -1 | tr -d x)"
+    if ge "${tps:-0}" 3 && ge "${best:-0}" "${mine:-9}"; then
+        pass bench_draft_only_copy
+    else
+        fail bench_draft_only_copy "tokens/step '$tps', drafter '$mine' best '$best'"
+    fi
+else
+    fail bench_draft_only_copy "$(tail -1 "$TMP/d.txt")"
+fi
+expect_error draft_cost_short "gives 2 costs" --model "$TMP" --replay bench/replay/code-edit.jsonl \
+    --draft-only --cost a=1,2
+expect_error draft_cost_bad "costs > 0" --model "$TMP" --replay bench/replay/code-edit.jsonl \
+    --draft-only --cost a=1,-2
