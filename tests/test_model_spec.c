@@ -223,7 +223,14 @@ TEST(draft_study_counts_what_a_replay_pass_counts) {
     for (int i = 0; i < NA; i++) /* the prompt again, every 11th token changed */
         answer[i] = i % 11 == 5 ? (int32_t)((i * 17 + 3) % V) : prompt[(i + 4) % NPR];
     k3_replay_pass run, study;
-    CHECK(!k3_replay_pass_run(m, prompt, NPR, answer, NA, 8, &run), "%s", k3_errmsg());
+    k3_seq *start = k3_replay_prefill(m, prompt, NPR);
+    CHECK(start != NULL, "%s", k3_errmsg());
+    if (!start) {
+        k3_model_free(m);
+        return;
+    }
+    CHECK(!k3_replay_pass_run(m, start, prompt, NPR, answer, NA, 8, 0, &run), "%s", k3_errmsg());
+    k3_seq_free(start);
     k3_draft_study_run(prompt, NPR, answer, NA, 8, &study);
     CHECK(study.steps == run.steps && study.verify_steps == run.verify_steps,
           "steps %lld/%lld, verify %lld/%lld", (long long)study.steps, (long long)run.steps,

@@ -83,7 +83,7 @@ static void print_costs(const study *s, const k3_study_cost *costs, int ncost) {
 }
 
 /* One line's study into *s; kmax <= every table's length (checked). */
-static void study_line(const k3_replay_line *l, int kmax, const k3_study_cost *costs, int ncost,
+static void study_line(const k3_replay_text *l, int kmax, const k3_study_cost *costs, int ncost,
                        study *s) {
     memset(s, 0, sizeof *s);
     k3_draft_study_run(l->p, l->np, l->a, l->na, kmax, &s->run);
@@ -123,7 +123,7 @@ static void print_study(const char *title, const study *s, const k3_study_cost *
     if (ncost) print_costs(s, costs, ncost);
 }
 
-int k3_bench_draft_study(const k3_replay_line *L, int n, int kmax, const k3_study_cost *costs,
+int k3_bench_draft_study(const k3_replay_text *L, int n, int kmax, const k3_study_cost *costs,
                          int ncost) {
     for (int c = 0; c < ncost; c++)
         if (costs[c].n < kmax)

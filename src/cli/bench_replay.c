@@ -33,7 +33,7 @@ typedef struct {
     k3_study_cost cost[K3_STUDY_COSTS];
 } replay_args;
 
-typedef k3_replay_line replay_line;
+typedef k3_replay_text replay_line;
 
 int k3_bench_is_replay(int argc, char **argv) {
     for (int i = 1; i < argc; i++)

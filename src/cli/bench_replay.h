@@ -9,7 +9,7 @@
 typedef struct {
     int32_t *p, *a; /* prompt and answer ids */
     size_t np, na;
-} k3_replay_line;
+} k3_replay_text;
 
 /* 1 if argv asks for a replay (--replay or --verify-cost). */
 int k3_bench_is_replay(int argc, char **argv);
