@@ -28,6 +28,13 @@ PATTERN=${1:-}
 if [ -z "${OMP_WAIT_POLICY:-}" ] && [ -z "${GOMP_SPINCOUNT:-}" ]; then
     export GOMP_SPINCOUNT=1000
 fi
+# python3 once, not through a version manager's shim per start: pyenv's shim
+# runs several bash programs before the interpreter (0.5 s of CPU against
+# 0.04 s), and the tests start python3 hundreds of times. The interpreter is
+# the one the shim picks (its sys.executable), on PATH under the same name.
+K3_TEST_BIN=$(mktemp -d /tmp/k3-test-bin-XXXXXX)
+py=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
+[ -n "$py" ] && [ -x "$py" ] && ln -s "$py" "$K3_TEST_BIN/python3" && export PATH="$K3_TEST_BIN:$PATH"
 pass=0
 fail=0
 failed_names=()
@@ -35,9 +42,10 @@ LOG_DIR=$BUILD/test-logs
 mkdir -p "$LOG_DIR"
 # What the sanitizer phase may take from the normal phase of the same run
 # (tests/sh/lib/check.bash: the float64 oracle's logits); removed at the end.
+trap 'rm -rf "$K3_TEST_BIN"' EXIT
 if [ -z "${K3_TEST_CACHE:-}" ]; then
     K3_TEST_CACHE=$(mktemp -d /tmp/k3-test-cache-XXXXXX)
-    trap 'rm -rf "$K3_TEST_CACHE"' EXIT
+    trap 'rm -rf "$K3_TEST_CACHE" "$K3_TEST_BIN"' EXIT
 fi
 export K3_TEST_CACHE
 
