@@ -152,8 +152,12 @@ run_phase() { # phase, build dir
         head -20 "$s" | grep -q 'k3-test: alone' && a=1
         add_test "$a" "$n" bash "$s"
     done
-    local n_all=${#names[@]} next=0 shown=0 running=0
+    local n_all=${#names[@]} next=0 shown=0 running=0 i
     while [ "$shown" -lt "$n_all" ]; do
+        running=0
+        for ((i = shown; i < next; i++)); do
+            [ -f "$LOG_DIR/.st-$phase-${names[i]}" ] || running=$((running + 1))
+        done
         # start what may start: up to JOBS at once, an "alone" test only into
         # an empty pool, and nothing beside it
         while [ "$next" -lt "$n_all" ] && [ "$running" -lt "$JOBS" ]; do
@@ -163,17 +167,12 @@ run_phase() { # phase, build dir
             next=$((next + 1))
             running=$((running + 1))
         done
-        wait -n
         # print, in order, every test that is over
         while [ "$shown" -lt "$next" ] && [ -f "$LOG_DIR/.st-$phase-${names[shown]}" ]; do
             report_one "$phase" "${names[shown]}"
             shown=$((shown + 1))
         done
-        running=0
-        local i
-        for ((i = shown; i < next; i++)); do
-            [ -f "$LOG_DIR/.st-$phase-${names[i]}" ] || running=$((running + 1))
-        done
+        [ "$shown" -lt "$n_all" ] && wait -n
     done
     wait
 }

@@ -16,6 +16,7 @@
 # removed (trap). Without root or `ip netns` it says SKIP and runs the TP2 x
 # PP2 check on one machine (shared memory) instead, so the layout is still
 # tested.
+# k3-test: alone (up to 4 MPI ranks on the machine's cores; tests/run_all.sh runs nothing beside it)
 cd "$(dirname "$0")/../.."
 . tests/sh/dist_env.sh.inc
 TMP=$(mktemp -d)
