@@ -40,9 +40,9 @@ fail=0
 failed_names=()
 LOG_DIR=$BUILD/test-logs
 mkdir -p "$LOG_DIR"
+trap 'rm -rf "$K3_TEST_BIN"' EXIT
 # What the sanitizer phase may take from the normal phase of the same run
 # (tests/sh/lib/check.bash: the float64 oracle's logits); removed at the end.
-trap 'rm -rf "$K3_TEST_BIN"' EXIT
 if [ -z "${K3_TEST_CACHE:-}" ]; then
     K3_TEST_CACHE=$(mktemp -d /tmp/k3-test-cache-XXXXXX)
     trap 'rm -rf "$K3_TEST_CACHE" "$K3_TEST_BIN"' EXIT
@@ -55,9 +55,9 @@ export K3_TEST_CACHE
 # its own log, temporary folders (mktemp) and ports (a server binds port 0), and
 # what tests share is written atomically (the serve model under a lock, the
 # K3_TEST_CACHE entries by rename). A script whose first lines hold the marker
-# "k3-test: alone" runs with no other test beside it (mpirun's oversubscribed
-# ranks, hundreds of concurrent streams). Results are printed in the order of
-# the sequential runner; K3_TEST_JOBS=1 runs one test at a time.
+# "k3-test: alone" runs with no other test beside it (the MPI runs of 3-4
+# ranks, already more processes than cores). Results are printed in the order
+# of the sequential runner; K3_TEST_JOBS=1 runs one test at a time.
 JOBS=${K3_TEST_JOBS:-$(nproc)}
 [ "$JOBS" -ge 1 ] 2>/dev/null || JOBS=1
 
@@ -130,6 +130,7 @@ run_phase() { # phase, build dir
     local phase=$1 bdir=$2
     export K3="$bdir/k3" K3_BUILD="$bdir"
     names=() cmds=() alone=()
+    rm -f "$LOG_DIR/.st-$phase-"* # of a run that was stopped
     for t in "$bdir"/tests/test_*; do
         [ -x "$t" ] || continue
         case "$t" in *.d | *.o) continue ;; esac
