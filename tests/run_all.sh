@@ -153,7 +153,7 @@ run_phase() { # phase, build dir
         head -20 "$s" | grep -q 'k3-test: alone' && a=1
         add_test "$a" "$n" bash "$s"
     done
-    local n_all=${#names[@]} next=0 shown=0 running=0 i
+    local n_all=${#names[@]} next=0 shown=0 running=0 i t0=$SECONDS
     while [ "$shown" -lt "$n_all" ]; do
         running=0
         for ((i = shown; i < next; i++)); do
@@ -176,6 +176,7 @@ run_phase() { # phase, build dir
         [ "$shown" -lt "$n_all" ] && wait -n
     done
     wait
+    echo "[$phase] $n_all tests in $((SECONDS - t0))s ($JOBS at a time)"
 }
 
 [ "${K3_ASAN_ONLY:-0}" = 1 ] || run_phase normal "$BUILD"
