@@ -55,8 +55,8 @@ export K3_TEST_CACHE
 # its own log, temporary folders (mktemp) and ports (a server binds port 0), and
 # what tests share is written atomically (the serve model under a lock, the
 # K3_TEST_CACHE entries by rename). A script whose first lines hold the marker
-# "k3-test: alone" runs with no other test beside it (the MPI runs of 3-4
-# ranks, already more processes than cores). Results are printed in the order
+# "k3-test: alone" runs with no other test beside it (the MPI runs: their
+# ranks fill the cores). Results are printed in the order
 # of the sequential runner; K3_TEST_JOBS=1 runs one test at a time.
 JOBS=${K3_TEST_JOBS:-$(nproc)}
 [ "$JOBS" -ge 1 ] 2>/dev/null || JOBS=1
