@@ -69,15 +69,23 @@ $(BUILD)/tests/%: tests/%.c $(TEST_HELPERS) $(BUILD)/libk3.a tests/t.h tests/hel
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $< $(TEST_HELPERS) $(BUILD)/libk3.a $(LDLIBS) -o $@
 
-# libFuzzer targets: clang, instrumented library sources compiled in.
-# Without -fopenmp: the pragmas are ignored (fuzzing runs single-threaded) and
-# clang 14's backend cannot outline OpenMP regions inside target("avx2")
-# functions; libgomp still provides omp_get_thread_num() and friends.
-FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Wno-unknown-pragmas -Iinclude -Isrc $(PKG_CFLAGS) \
-               -fsanitize=fuzzer,address,undefined
-$(BUILD)/fuzz/%: fuzz/%.c $(LIB_SRC)
+# libFuzzer targets: clang, every source compiled once, instrumented, into
+# $(BUILD)/fuzz/obj/ (the fuzz scripts, tests/sh/lib/fuzz.bash, link their
+# targets from the same objects). Without -fopenmp: the pragmas are ignored
+# (fuzzing runs single-threaded) and clang 14's backend cannot outline OpenMP
+# regions inside target("avx2") functions; libgomp still provides
+# omp_get_thread_num() and friends.
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas \
+               -Iinclude -Isrc $(PKG_CFLAGS) -MMD -MP -fsanitize=fuzzer-no-link,address,undefined
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/fuzz/obj/%.o)
+# written by rename: fuzz scripts that run side by side may build one object
+$(BUILD)/fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_CFLAGS) $< $(LIB_SRC) $(PKG_LIBS) -lgomp -lm -lpthread -o $@
+	clang $(FUZZ_CFLAGS) -c $< -o $@.$$$$.tmp -MF $@.$$$$.dtmp -MT $@ && \
+	    mv $@.$$$$.dtmp $(@:.o=.d) && mv $@.$$$$.tmp $@
+$(BUILD)/fuzz/%: $(BUILD)/fuzz/obj/fuzz/%.o $(FUZZ_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	clang -fsanitize=fuzzer,address,undefined $^ $(PKG_LIBS) -lgomp -lm -lpthread -o $@
 fuzz: $(FUZZ_BIN)
 
 # Every fuzz target for FUZZ_SECONDS each, on the seeds of its suite script
@@ -101,4 +109,4 @@ clean:
 format:
 	clang-format -i $$(find include src tests bench fuzz -name '*.[ch]')
 
--include $(shell find $(BUILD)/obj $(BUILD)/tests -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/tests $(BUILD)/fuzz/obj -name '*.d' 2>/dev/null)

@@ -24,11 +24,16 @@ trap serve_cleanup EXIT
 
 serve_model() {
     local dir="$K3_BUILD/serve-test-model"
-    if [ ! -f "$dir/config.json" ]; then
-        "$K3" synth --out "$dir.tmp.$$" --seed 3 >/dev/null 2>&1 || return 1
-        rm -rf "$dir"
-        mv "$dir.tmp.$$" "$dir"
-    fi
+    # tests run in parallel (tests/run_all.sh): one writes it, the others wait
+    # on the lock, and none removes the model a running server reads
+    (
+        flock 9
+        if [ ! -f "$dir/config.json" ]; then
+            "$K3" synth --out "$dir.tmp.$$" --seed 3 >/dev/null 2>&1 || exit 1
+            rm -rf "$dir"
+            mv "$dir.tmp.$$" "$dir"
+        fi
+    ) 9>"$K3_BUILD/serve-test-model.lock" || return 1
     echo "$dir"
 }
 

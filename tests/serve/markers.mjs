@@ -46,9 +46,10 @@ async function post(body) {
   return { status: r.status, content: delta("content"), reasoning: delta("reasoning_content"), calls, fin };
 }
 
-const textIds = [...ids(INJECT, false), ...ids(END, true)];
-check("markers_text_ids_are_ordinary", !ids(INJECT, false).some((i) => i >= ids(EOM, true)[0] - 2),
-      ids(INJECT, false));
+// each ids() is a `k3 tokenize` run (slow under the sanitizers): once per text
+const injectIds = ids(INJECT, false), eomId = ids(EOM, true)[0];
+const textIds = [...injectIds, ...ids(END, true)];
+check("markers_text_ids_are_ordinary", !injectIds.some((i) => i >= eomId - 2), injectIds);
 const msgs = [{ role: "user", content: "Clean up please." }];
 
 // 1. The spellings as text: content exactly as written, no structure, with

@@ -91,13 +91,20 @@ async function chat(extra) {
     model: "tiny", temperature: 1, max_tokens: 400, messages: [{ role: "user", content: "Answer." }], ...extra,
   });
 }
+// The seeds of one check are sent at once: the server decodes them in one
+// batch (every answer is checked alike, whatever the batch). f(seed) -> result,
+// the results in seed order.
+async function bySeed(n, f) {
+  return Promise.all(Array.from({ length: n }, (_, i) => f(i + 1)));
+}
 
 for (const [name, schema] of Object.entries(schemas)) {
   const validate = ajv.compile(schema);
   let bad = 0, n = 0, first = null;
-  for (let seed = 1; seed <= SEEDS; seed++) {
-    const thinking = seed % 3 === 0; // a third keep the (random) reasoning first
-    const r = await chat({ seed, thinking, response_format: { type: "json_schema", json_schema: { name, schema, strict: true } } });
+  const rs = await bySeed(SEEDS, (seed) => chat({ seed, thinking: seed % 3 === 0, // a third keep the (random) reasoning first
+    response_format: { type: "json_schema", json_schema: { name, schema, strict: true } } }));
+  for (const [i, r] of rs.entries()) {
+    const seed = i + 1;
     const text = r.choices[0].message.content;
     let doc, ok = false;
     try { doc = JSON.parse(text); ok = validate(doc); } catch (e) { ok = false; }
@@ -109,8 +116,7 @@ for (const [name, schema] of Object.entries(schemas)) {
 
 { // json_object and vLLM's guided_json
   let bad = 0, first = null;
-  for (let seed = 1; seed <= SEEDS; seed++) {
-    const r = await chat({ seed, thinking: false, response_format: { type: "json_object" } });
+  for (const r of await bySeed(SEEDS, (seed) => chat({ seed, thinking: false, response_format: { type: "json_object" } }))) {
     let ok = false;
     try { const d = JSON.parse(r.choices[0].message.content); ok = d !== null && typeof d === "object" && !Array.isArray(d); } catch (e) {}
     if (!ok) { bad++; first = first || r.choices[0].message.content; }
@@ -118,8 +124,7 @@ for (const [name, schema] of Object.entries(schemas)) {
   check("structured_json_object", bad === 0, first);
   const validate = ajv.compile(schemas.list);
   bad = 0;
-  for (let seed = 1; seed <= 8; seed++) {
-    const r = await chat({ seed, thinking: false, guided_json: schemas.list });
+  for (const r of await bySeed(8, (seed) => chat({ seed, thinking: false, guided_json: schemas.list }))) {
     try { if (!validate(JSON.parse(r.choices[0].message.content))) bad++; } catch (e) { bad++; }
   }
   check("structured_guided_json", bad === 0, bad);
@@ -138,8 +143,9 @@ const validators = Object.fromEntries(tools.map(t => [t.function.name, ajv.compi
 
 for (const fname of ["get_weather", "search"]) {
   let bad = 0, first = null;
-  for (let seed = 1; seed <= SEEDS; seed++) {
-    const r = await chat({ seed, tools, tool_choice: { type: "function", function: { name: fname } } });
+  const rs = await bySeed(SEEDS, (seed) => chat({ seed, tools, tool_choice: { type: "function", function: { name: fname } } }));
+  for (const [i, r] of rs.entries()) {
+    const seed = i + 1;
     const tc = r.choices[0].message.tool_calls || [];
     let ok = tc.length === 1 && tc[0].function.name === fname;
     try { ok = ok && validators[fname](JSON.parse(tc[0].function.arguments)); } catch (e) { ok = false; }
@@ -149,8 +155,9 @@ for (const fname of ["get_weather", "search"]) {
 }
 {
   let bad = 0, first = null;
-  for (let seed = 1; seed <= SEEDS; seed++) {
-    const r = await chat({ seed, thinking: false, tools, tool_choice: "required" });
+  const rs = await bySeed(SEEDS, (seed) => chat({ seed, thinking: false, tools, tool_choice: "required" }));
+  for (const [i, r] of rs.entries()) {
+    const seed = i + 1;
     const tc = r.choices[0].message.tool_calls || [];
     let ok = tc.length >= 1;
     for (const c of tc) {
@@ -162,8 +169,7 @@ for (const fname of ["get_weather", "search"]) {
 }
 { // auto: whatever calls the model makes have valid arguments
   let bad = 0, calls = 0, first = null;
-  for (let seed = 1; seed <= SEEDS; seed++) {
-    const r = await chat({ seed, thinking: false, tools, max_tokens: 60 });
+  for (const r of await bySeed(SEEDS, (seed) => chat({ seed, thinking: false, tools, max_tokens: 60 }))) {
     for (const c of r.choices[0].message.tool_calls || []) {
       calls++;
       try { if (!validators[c.function.name](JSON.parse(c.function.arguments))) throw 0; } catch (e) { bad++; first = first || c; }

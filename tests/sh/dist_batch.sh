@@ -7,6 +7,7 @@
 # prints the PASS/FAIL lines), with the f32 and then a bf16 latent cache. The
 # forward batch travels to the follower ranks of `k3 serve` the same way
 # (OP_FORWARD_BATCH, src/dist/replay.c).
+# k3-test: alone (MPI ranks fill the cores; beside another test a sanitized run once passed its time limit)
 cd "$(dirname "$0")/../.."
 . tests/sh/dist_env.sh.inc
 T=$K3_BUILD/tests/test_model_batch

@@ -2,6 +2,7 @@
 # dist_comm.sh — the MPI wrapper (src/dist/dist.c) under mpirun -np 2 and -np 4:
 # all-reduce sums, identical bits on every rank, byte counters, pipeline
 # send/recv, broadcast and failure agreement (tests/test_dist_comm.c).
+# k3-test: alone (MPI ranks fill the cores; beside another test a sanitized run once passed its time limit)
 cd "$(dirname "$0")/../.."
 . tests/sh/dist_env.sh.inc
 T=$K3_BUILD/tests/test_dist_comm

@@ -16,6 +16,7 @@
 # removed (trap). Without root or `ip netns` it says SKIP and runs the TP2 x
 # PP2 check on one machine (shared memory) instead, so the layout is still
 # tested.
+# k3-test: alone (MPI ranks fill the cores; beside another test a sanitized run once passed its time limit)
 cd "$(dirname "$0")/../.."
 . tests/sh/dist_env.sh.inc
 TMP=$(mktemp -d)

@@ -7,6 +7,7 @@
 # holding no layers; each stage logs its layer range; a stage
 # that fails to load (only the last rank holds layer 0 of tp4-bad-layer0) makes
 # every rank exit with its message instead of hanging.
+# k3-test: alone (MPI ranks fill the cores; beside another test a sanitized run once passed its time limit)
 cd "$(dirname "$0")/../.."
 . tests/sh/dist_env.sh.inc
 CMP=$K3_BUILD/tests/test_dist_cmp

@@ -5,6 +5,7 @@
 # the same text as one process decoding plainly ("speculative": false), and
 # its /metrics count kept drafts: the verify items and their commits reach
 # the follower (src/model/follow.c). Nothing is timed.
+# k3-test: alone (MPI ranks fill the cores; beside another test a sanitized run once passed its time limit)
 cd "$(dirname "$0")/../.."
 . tests/sh/dist_env.sh.inc
 TMP=$(mktemp -d)

@@ -7,6 +7,7 @@
 # process (and with --cache-type bf16, which the followers get with the load,
 # the ids of a one-process bf16 run); bench must run and report; serve must answer a greedy completion
 # with the same text as a single-process server, and all ranks end on SIGTERM.
+# k3-test: alone (MPI ranks fill the cores; beside another test a sanitized run once passed its time limit)
 cd "$(dirname "$0")/../.."
 . tests/sh/dist_env.sh.inc
 TMP=$(mktemp -d)

@@ -9,6 +9,7 @@
 # modes; every rank logs its slice;
 # a rank count that does not divide the heads, or that would split an MXFP4
 # group, is refused on every rank with a message.
+# k3-test: alone (MPI ranks fill the cores; beside another test a sanitized run once passed its time limit)
 cd "$(dirname "$0")/../.."
 . tests/sh/dist_env.sh.inc
 CMP=$K3_BUILD/tests/test_dist_cmp

@@ -8,18 +8,6 @@ cd "$(dirname "$0")/../.."
 FUZZ_PKGS="jansson libpcre2-8"
 . tests/sh/lib/fuzz.bash
 fuzz_need_clang fuzz_text
-# The text layer is compiled once (instrumented, without libFuzzer's main) and
-# linked into every target.
-OBJ=$B/fuzz/text-obj
-rm -rf "$OBJ" && mkdir -p "$OBJ"
-FLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -Iinclude -Isrc $(pkg-config --cflags $FUZZ_PKGS)"
-if ! printf '%s\n' src/text/*.c |
-    xargs -P2 -I{} sh -c 'clang '"$FLAGS"' -fsanitize=fuzzer-no-link,address,undefined -c "{}" \
-        -o "'"$OBJ"'/$(echo "{}" | tr / _).o"' >"$B/fuzz/text-obj.build.log" 2>&1; then
-    tail -20 "$B/fuzz/text-obj.build.log"
-    echo "FAIL fuzz_text_lib_build"
-    exit 1
-fi
 seeds=$(mktemp -d)
 trap 'rm -rf "$seeds"' EXIT
 mkdir -p "$seeds"/{req,xtml,chan,tool}
@@ -39,5 +27,5 @@ printf '%s' "2${O}tools${S}${CALL}${C}tools${S}after" >"$seeds/chan/3"
 printf '%s' "${CALL}${O}call index=\"2\"${S}${C}call${S}${JCALL}${O}call tool=\"t\"${S}${O}argument key=\"x\" type=\"num" >"$seeds/tool/1"
 printf '%s' '{"messages":[{"role":"user","content":"a\u0000b","name":"n\u0000"},{"role":"assistant","reasoning_content":"r\u0000","content":"\u0000","tool_calls":[{"id":"i\u0000","function":{"name":"f","arguments":"{\"x\": \"\\u0000\"}"}}]},{"role":"tool","tool_call_id":"i\u0000","content":[{"type":"text","text":"bin\u0000"}]}]}' >"$seeds/req/nul"
 for t in chat_request:req xtml:xtml channels:chan toolcall:tool; do
-    fuzz_build "fuzz_${t%%:*}" "$OBJ"/*.o && fuzz_run "fuzz_${t%%:*}" "$seeds/${t#*:}" -- -max_total_time=4 -max_len=4096
+    fuzz_build "fuzz_${t%%:*}" src/text/*.c && fuzz_run "fuzz_${t%%:*}" "$seeds/${t#*:}" -- -max_total_time=4 -max_len=4096
 done

@@ -4,6 +4,7 @@
 # (avx2.h, avx512.h, ...), the per-format dispatch table and the int8 path
 # stay private to the folder. A negative control checks that the scan catches
 # a private include. (Tests may include private headers: they test them.)
+# k3-test: source-only (it reads src/, not a build)
 set -u
 cd "$(dirname "$0")/../.."
 

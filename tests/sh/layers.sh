@@ -7,31 +7,35 @@
 # control checks that the scan itself catches an upward include. Then
 # docs/ARCHITECTURE.md must name every folder of src/ (as `NAME/`), so the
 # floor plan cannot fall behind the tree; a negative control again.
+# k3-test: source-only (it reads src/ and docs/, not a build)
 set -u
 cd "$(dirname "$0")/../.."
 ORDER="base io quant kernels model text gen serve dist cli"
 
+# RANK[NAME] = position in ORDER (a lookup, not a subshell per include: the
+# scan reads a few thousand includes)
+declare -A RANK
+i=0
+for l in $ORDER; do
+    RANK[$l]=$i
+    i=$((i + 1))
+done
 rank() { # rank NAME -> position in ORDER, or -1 if NAME is not a layer
-    local i=0 l
-    for l in $ORDER; do
-        [ "$l" = "$1" ] && { echo $i; return; }
-        i=$((i + 1))
-    done
-    echo -1
+    echo "${RANK[$1]:--1}"
 }
 
 # upward_includes DIR LAYER: "file: #include" for each include of a higher layer.
 upward_includes() {
     local dir=$1 layer=$2 me f inc target
     me=$(rank "$layer")
-    for f in "$dir"/*.[ch]; do
-        [ -f "$f" ] || continue
-        while IFS= read -r inc; do
-            target=${inc#*\"}
-            target=${target%%/*}
-            [ "$(rank "$target")" -gt "$me" ] && echo "$f: $inc"
-        done < <(grep -E '^#include "[a-z]+/' "$f")
-    done
+    # one grep for the folder: lines "FILE:#include ..."
+    while IFS= read -r inc; do
+        f=${inc%%:#include*}
+        inc=${inc#"$f:"}
+        target=${inc#*\"}
+        target=${target%%/*}
+        [ "${RANK[$target]:--1}" -gt "$me" ] && echo "$f: $inc"
+    done < <(grep -HE '^#include "[a-z]+/' "$dir"/*.[ch] 2>/dev/null)
 }
 
 for layer in $ORDER; do

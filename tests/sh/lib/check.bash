@@ -33,7 +33,8 @@ oracle_logits() { # model dir, tokens, output file
         fi
     fi
     /usr/bin/python3 "$ORACLE" "$1" --tokens "$2" --out "$3" || return 1
-    [ -z "$key" ] || cp "$3" "$K3_TEST_CACHE/oracle-$key.f32"
+    # by rename: a test running beside this one never reads half a file
+    [ -z "$key" ] || { cp "$3" "$K3_TEST_CACHE/.oracle-$key.$$" && mv "$K3_TEST_CACHE/.oracle-$key.$$" "$K3_TEST_CACHE/oracle-$key.f32"; }
 }
 
 # synth_checkpoint DIR ARGS... — `$K3 synth --out DIR ARGS`. With K3_TEST_CACHE
@@ -56,7 +57,11 @@ synth_checkpoint() { # dir, synth args...
     fi
     "$K3" synth --out "$dir" "$@" || return 1
     if [ -n "$key" ] && [ "${K3_SAN:-0}" != 1 ]; then
-        rm -rf "$K3_TEST_CACHE/synth-$key"
-        cp -al "$dir" "$K3_TEST_CACHE/synth-$key" 2>/dev/null || cp -r "$dir" "$K3_TEST_CACHE/synth-$key"
+        # copied aside, then renamed into place (tests run in parallel: another
+        # may keep the same checkpoint at the same time; the first one stays)
+        local t="$K3_TEST_CACHE/.synth-$key.$$"
+        rm -rf "$t"
+        cp -al "$dir" "$t" 2>/dev/null || cp -r "$dir" "$t"
+        mv -T "$t" "$K3_TEST_CACHE/synth-$key" 2>/dev/null || rm -rf "$t"
     fi
 }

@@ -5,15 +5,18 @@
 #   fuzz_need_clang NAME            exits the script (no check) when clang is missing
 #   FUZZ_PKGS="jansson libpcre2-8"  pkg-config packages to compile and link with
 #   fuzz_build NAME SOURCES...      fuzz/NAME.c + SOURCES + src/base/*.c -> $B/fuzz/NAME;
-#                                   prints PASS/FAIL NAME_build
+#                                   prints PASS/FAIL NAME_build. Sources are compiled
+#                                   once into $B/fuzz/obj/ (the Makefile's rule), shared
+#                                   by every target
 #   fuzz_run NAME DIR... [-- ARGS]  runs it on the seed dirs (default 5 s); PASS/FAIL NAME_run
 #                                   with the runs and libFuzzer's final coverage (cov:)
 #   FUZZ_SECONDS=N                  every fuzz_run runs N seconds instead (make fuzz-long)
 #   FUZZ_SMOKE_SECONDS=N            otherwise a run's time is capped at N (default 2): the seeds
 #                                   (which reach the deep code) all run first whatever the cap
 #
-# Targets are built from just the sources they exercise (not the whole library),
-# so a library file clang cannot compile does not block an unrelated target.
+# Targets are linked from just the sources they exercise (not the whole
+# library), so a library file clang cannot compile does not block an unrelated
+# target.
 B=${K3_BUILD:-build}
 FUZZ_PKGS=${FUZZ_PKGS:-jansson}
 mkdir -p "$B/fuzz"
@@ -26,13 +29,23 @@ fuzz_need_clang() {
 }
 
 fuzz_build() { # name, sources...
-    local n=$1
+    local n=$1 a objs=() make_objs=()
     shift
+    # each source is compiled once into $B/fuzz/obj/ by the Makefile (make
+    # keeps it until the source or a header it includes changes), then linked
+    for a in "fuzz/$n.c" "$@" src/base/*.c; do
+        case "$a" in
+        *.c)
+            objs+=("$B/fuzz/obj/${a%.c}.o")
+            make_objs+=("$B/fuzz/obj/${a%.c}.o")
+            ;;
+        *) objs+=("$a") ;;
+        esac
+    done
     # shellcheck disable=SC2046
-    if clang -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Wno-unused-parameter -Iinclude -Isrc \
-        $(pkg-config --cflags $FUZZ_PKGS) -fsanitize=fuzzer,address,undefined \
-        "fuzz/$n.c" "$@" src/base/*.c $(pkg-config --libs $FUZZ_PKGS) -lm -lpthread \
-        -o "$B/fuzz/$n" >"$B/fuzz/$n.build.log" 2>&1; then
+    if make -s -j2 BUILD="$B" "${make_objs[@]}" >"$B/fuzz/$n.build.log" 2>&1 &&
+        clang -fsanitize=fuzzer,address,undefined "${objs[@]}" $(pkg-config --libs $FUZZ_PKGS) -lm -lpthread \
+            -o "$B/fuzz/$n" >>"$B/fuzz/$n.build.log" 2>&1; then
         echo "PASS ${n}_build"
         return 0
     fi
