@@ -1,7 +1,5 @@
 /* test_kernels_mla_tile.c — the tiled MLA attention (kernels/mla_tile.h)
  * against its scalar double reference, and its thread independence:
- *   - every row count's layout (1-8 rows: dot products over the dimensions;
- *     more: rows in lanes; value tiles of 1, 2, 3, 4 or 6 rows);
  *   - awkward sizes: cache lengths 1, 31, 33, 70 and over several splits
  *     (not multiples of the block), head counts 1, 8 and 96, ranks 256 and
  *     512 (absorbed: K = V = latents) and odd widths (expanded: K != V, with
@@ -120,31 +118,10 @@ static void absorbed_sizes(void) {
             }
 }
 
-/* Every row count's layout: 1, 2, 3, 4, 5, 6, 8 rows (scores as dot products
- * over the dimensions, 4, 2 or 1 rows a tile; values 1 x 8, 2 x 8, 3 x 4,
- * 4 x 4 or 6 x 4 tiles), 12 and 16 rows (one vector of rows in lanes, and
- * the 4-row value tile), 24 (2-3 queries x 8 heads), in decode and as causal
- * chunks of queries (rows = heads x queries). */
-static void small_row_counts(void) {
-    static const int shapes[][2] = {{1, 1}, {2, 1},  {3, 1},  {4, 1}, {5, 1}, {6, 1},
-                                    {8, 1}, {12, 1}, {16, 1}, {1, 2}, {2, 2}, {4, 2},
-                                    {8, 2}, {8, 3},  {1, 5},  {3, 3}};
-    static const int64_t ns[] = {1, 7, 70, 1100};
-    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
-        for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
-            if (shapes[s][1] > ns[k]) continue;
-            check_case(shapes[s][0], shapes[s][1], ns[k], 256, 0, 64, 1);
-        }
-    check_case(4, 1, 200, 512, 0, 64, 1);
-    check_case(2, 3, 90, 17, 19, 3, 0); /* odd widths: masked dimension tails */
-    check_case(5, 1, 90, 40, 24, 0, 0);
-}
-
 TEST(tile_absorbed_matches_reference) {
     t_seed(40);
     g_worst = 0;
     absorbed_sizes();
-    small_row_counts();
     printf("  absorbed (%s): max error %.3g of max|V|\n", k3_kernels_name(), g_worst);
 }
 
@@ -241,10 +218,6 @@ TEST(tile_bf16_matches_reference) {
     static const int dks[] = {1, 17, 128}, dvs[] = {1, 19, 128}, dps[] = {0, 3, 64};
     for (size_t a = 0; a < 3; a++) /* K != V, odd widths, with and without P */
         check_case_bf16(2, 5, 97, dks[a], dvs[(a + 1) % 3], dps[a], 0);
-    static const int rows[] = {2, 4, 5, 16};
-    for (size_t r = 0; r < sizeof rows / sizeof *rows; r++) /* more row counts' layouts */
-        check_case_bf16(rows[r], 1, 300, 256, 0, 64, 1);
-    check_case_bf16(8, 2, 300, 256, 0, 64, 1);
     printf("  bf16 (%s): max error %.3g of max|V|\n", k3_kernels_name(), g_worst);
 }
 

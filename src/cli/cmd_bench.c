@@ -40,8 +40,7 @@ static void bench_usage(FILE *f) {
                "                [--fill-threads N] [--cache-type f32|bf16]\n"
                "       k3 bench --kernels [--threads N] [-p T] [--quick]\n"
                "       k3 bench --bandwidth [--threads N]\n"
-               "       k3 bench --attention N [--heads H] [--rank R] [--queries Q]\n"
-               "                [--cache-type f32|bf16] [--threads N]\n"
+               "       k3 bench --attention N [--threads N]\n"
                "\n"
                "  --model DIR   prefill a P-token prompt, then decode N tokens, R times after a\n"
                "                warm-up; reports medians, peak RSS, bytes read per decoded\n"
@@ -56,10 +55,7 @@ static void bench_usage(FILE *f) {
                "  --cache-type f32|bf16  the MLA latent cache's element (default f32, exact;\n"
                "                bf16 halves the latent bytes each decoded token reads)\n"
                "  --attention N the MLA attention kernel alone: one decode step of K3's 96\n"
-               "                heads (rank 512, RoPE 64) over an N-token latent cache;\n"
-               "                --heads H, --rank R and --queries Q (a causal chunk of Q\n"
-               "                queries, H x Q rows) change the shape, --cache-type bf16\n"
-               "                the cache's element\n"
+               "                heads (rank 512, RoPE 64) over an N-token latent cache\n"
                "  --bw-over auto|buffer|weights\n"
                "                where the roofline bandwidth is measured (default auto: the\n"
                "                buffer up to 512 MiB per token, the weight files above)\n"
@@ -91,11 +87,10 @@ typedef struct {
     int kernels, bandwidth, threads, quick, json;
     int bw_over; /* 0 auto, 1 buffer, 2 weight files */
     long T, n, runs, batch;
-    long depth;                /* --depth: tokens of context before the timed prompt */
-    long fill_threads;         /* --fill-threads: threads that fill that context (0: as measured) */
-    long attention;            /* --attention: cache length of the attention-kernel benchmark */
-    long heads, rank, queries; /* its shape: --heads, --rank, --queries */
-    int batch_only;            /* --batch-only: just B, not 1, 2, 4, ... B */
+    long depth;        /* --depth: tokens of context before the timed prompt */
+    long fill_threads; /* --fill-threads: threads that fill that context (0: as measured) */
+    long attention;    /* --attention: cache length of the attention-kernel benchmark */
+    int batch_only;    /* --batch-only: just B, not 1, 2, 4, ... B */
     const char *model;
     int no_prefetch;     /* --no-prefetch: plain mmap faults for the experts */
     uint64_t ram_budget; /* --ram-budget: dense part + hot experts locked in RAM */
@@ -170,9 +165,6 @@ static long *int_option(bench_args *a, const char *o) {
     if (!strcmp(o, "--depth")) return &a->depth;
     if (!strcmp(o, "--fill-threads")) return &a->fill_threads;
     if (!strcmp(o, "--attention")) return &a->attention;
-    if (!strcmp(o, "--heads")) return &a->heads;
-    if (!strcmp(o, "--rank")) return &a->rank;
-    if (!strcmp(o, "--queries")) return &a->queries;
     if (!strcmp(o, "--threads")) return &threads;
     return NULL;
 }
@@ -182,7 +174,6 @@ static int parse_args(int argc, char **argv, bench_args *a) {
     a->T = 64;
     a->n = 32;
     a->runs = 5;
-    a->heads = 96, a->rank = 512, a->queries = 1;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         long *iv = int_option(a, o);
@@ -537,27 +528,18 @@ static int run_model(const bench_args *a) {
     return 0;
 }
 
-/* The MLA attention kernel alone (kernels/mla_tile.h): K3's width unless
- * --heads, --rank or --queries say otherwise. */
+/* The MLA attention kernel alone at K3's width (kernels/mla_tile.h). */
 static int run_attention(const bench_args *a) {
     k3_mla_tile_bench_result r;
-    if (a->heads > 4096 || a->rank > 8192 || a->queries > a->attention) {
-        fprintf(stderr, "k3 bench: --attention shape out of range (heads <= 4096, rank <= 8192, "
-                        "queries <= the cache length)\n");
-        return 1;
-    }
-    if (k3_mla_tile_bench((int)a->heads, (int)a->rank, 64, a->attention, a->queries,
-                          a->cache_type == K3_CACHE_BF16, a->quick ? 2 : 5, &r) < 0) {
+    if (k3_mla_tile_bench(96, 512, 64, a->attention, 1, a->quick ? 2 : 5, &r) < 0) {
         fprintf(stderr, "k3 bench: %s\n", k3_errmsg());
         return 1;
     }
-    printf("attention        %s kernels, %d threads: %ld heads x %ld queries over %ld cached "
-           "tokens (rank %ld + RoPE 64, %s cache): %.2f ms, %.1f GFLOP/s, cache read at %.1f GB/s; "
-           "CPU time "
+    printf("attention        %s kernels, %d threads: 96 heads x 1 query over %ld cached tokens "
+           "(rank 512 + RoPE 64): %.2f ms, %.1f GFLOP/s, cache read at %.1f GB/s; CPU time "
            "%.2f ms, %.1f GFLOP/s per CPU second\n",
-           k3_kernels_name(), omp_get_max_threads(), a->heads, a->queries, a->attention, a->rank,
-           a->cache_type == K3_CACHE_BF16 ? "bf16" : "f32", 1e3 * r.seconds, r.gflops, r.cache_gbs,
-           1e3 * r.cpu_seconds, r.gflops_cpu);
+           k3_kernels_name(), omp_get_max_threads(), a->attention, 1e3 * r.seconds, r.gflops,
+           r.cache_gbs, 1e3 * r.cpu_seconds, r.gflops_cpu);
     return 0;
 }
 

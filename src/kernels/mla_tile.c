@@ -102,13 +102,11 @@ static int chunk_groups(const k3_mla_tile_args *a, const tile_plan *p, float *pa
         k3_tile_group *gr = &gs[ng];
         gr->g = group_rows(p, gi), gr->gp = (int)cdiv(gr->g, 16) * 16;
         gr->qt = qt + gi * p->qld;
-        gr->ahead = ng == 0;
         gmax[ng] = 0;
         for (int r = 0; r < K3_TILE_GROUP; r++) gr->mx[r] = -INFINITY, gr->sum[r] = 0;
         for (int r = 0; r < gr->g; r++) {
             int64_t i = gi * K3_TILE_GROUP + r;
             gr->len[r] = row_len(a, i);
-            gr->q[r] = row_q(a, i), gr->qp[r] = row_qp(a, i);
             gr->acc[r] = part + (s * p->nrows + i) * p->ld;
             memset(gr->acc[r], 0, sizeof(float) * (size_t)a->dv);
             gmax[ng] = gr->len[r] > gmax[ng] ? gr->len[r] : gmax[ng];

@@ -49,13 +49,12 @@ size_t k3_mla_tile_scratch(const k3_mla_tile_args *a);
 void k3_mla_tile(const k3_mla_tile_args *a, float *scratch, int ref);
 
 /* The kernel alone (k3 bench --attention): nh heads x nt queries over an
- * n-token cache of width r + rope (bf16 = 1: a bf16 cache), the best of reps
- * calls. 0 or -1 + k3_errmsg. */
+ * n-token cache of width r + rope, the best of reps calls. 0 or -1 + k3_errmsg. */
 typedef struct {
     double seconds, gflops, cache_gbs; /* per call; multiply-add FLOP/s; cache bytes read/s */
     double cpu_seconds, gflops_cpu;    /* the same by CPU time (all threads) */
 } k3_mla_tile_bench_result;
-int k3_mla_tile_bench(int nh, int r, int rope, int64_t n, int64_t nt, int bf16, int reps,
+int k3_mla_tile_bench(int nh, int r, int rope, int64_t n, int64_t nt, int reps,
                       k3_mla_tile_bench_result *out);
 
 /* ---- internal: the per-ISA block step (mla_tile_avx512.c, mla_tile_avx2.c) ---- */
@@ -64,13 +63,11 @@ int k3_mla_tile_bench(int nh, int r, int rope, int64_t n, int64_t nt, int bf16, 
 #define K3_TILE_TOK 64   /* tokens per block */
 
 typedef struct {
-    int g, gp;       /* rows in use (<= K3_TILE_GROUP), lanes (g rounded up to 16) */
-    int ahead;       /* 1: the first group to walk each block, which asks for it ahead */
-    const float *qt; /* [dk + dp][gp]: the rows' q then qp, transposed, zero past g */
-    const float *q[K3_TILE_GROUP], *qp[K3_TILE_GROUP]; /* row i's q [dk] and qp [dp] as given */
-    int64_t len[K3_TILE_GROUP];                        /* row i attends cached rows [0, len[i]) */
-    float *acc[K3_TILE_GROUP];                         /* [dv] row i's weighted sum */
-    float mx[K3_TILE_GROUP], sum[K3_TILE_GROUP];       /* per lane: running max, sum of weights */
+    int g, gp;                  /* rows in use (<= K3_TILE_GROUP), lanes (g rounded up to 16) */
+    const float *qt;            /* [dk + dp][gp]: the rows' q then qp, transposed, zero past g */
+    int64_t len[K3_TILE_GROUP]; /* row i attends cached rows [0, len[i]) */
+    float *acc[K3_TILE_GROUP];  /* [dv] row i's weighted sum */
+    float mx[K3_TILE_GROUP], sum[K3_TILE_GROUP]; /* per lane: running max, sum of weights */
 } k3_tile_group;
 
 /* Fold cached rows [j0, j1) (j1 - j0 <= K3_TILE_TOK) into the running state of

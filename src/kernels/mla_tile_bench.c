@@ -1,16 +1,15 @@
 /* mla_tile_bench.c — the tiled MLA attention alone, for `k3 bench --attention`:
  * one step of nh heads x nt queries over an n-token latent cache of random
  * values (K3's absorbed path: K = V = latents of width r, plus shared RoPE
- * keys; f32, or bf16 as --cache-type bf16 keeps them), timed over a few calls after a warm-up, with
- * the current threads. Reports the best call, by wall and by CPU time (on a loaded machine the CPU
- * time of one thread is the figure to trust): FLOP/s of its multiply-adds and the cache bytes it
- * read per second (each cached row is read once per call when the rows fit one chunk, so bytes/s
+ * keys), timed over a few calls after a warm-up, with the current threads.
+ * Reports the best call, by wall and by CPU time (on a loaded machine the
+ * CPU time of one thread is the figure to trust): FLOP/s of its multiply-adds and the cache bytes
+ * it read per second (each cached row is read once per call when the rows fit one chunk, so bytes/s
  * against the machine's read bandwidth says whether the kernel is bound by reading the latents). */
 #include "kernels/mla_tile.h"
 
 #include "base/err.h"
 #include "base/mem.h"
-#include "quant/dtype.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -32,14 +31,7 @@ static float *rand_floats(int64_t n, uint32_t seed) {
     return p;
 }
 
-/* The bf16 copy of x[0..n) (NULL when out of memory). */
-static uint16_t *bf16_copy(const float *x, int64_t n) {
-    uint16_t *h = x ? k3_big_calloc(sizeof(uint16_t) * (size_t)n) : NULL;
-    for (int64_t i = 0; h && i < n; i++) h[i] = k3_f32_to_bf16(x[i]);
-    return h;
-}
-
-int k3_mla_tile_bench(int nh, int r, int rope, int64_t n, int64_t nt, int bf16, int reps,
+int k3_mla_tile_bench(int nh, int r, int rope, int64_t n, int64_t nt, int reps,
                       k3_mla_tile_bench_result *out) {
     float *lat = rand_floats(n * r, 1), *kpe = rand_floats(n * (rope ? rope : 1), 2);
     float *q = rand_floats((int64_t)nh * nt * r, 3),
@@ -68,13 +60,10 @@ int k3_mla_tile_bench(int nh, int r, int rope, int64_t n, int64_t nt, int bf16, 
                           .o_t = r,
                           .off = n - nt};
     a.scale = 1.0f / sqrtf((float)(r + rope));
-    uint16_t *lat16 = bf16 ? bf16_copy(lat, n * r) : NULL;
-    uint16_t *kpe16 = bf16 ? bf16_copy(kpe, n * (rope ? rope : 1)) : NULL;
-    a.K16 = a.V16 = lat16, a.P16 = kpe16;
     size_t ns = k3_mla_tile_scratch(&a);
     float *scratch = k3_big_calloc(sizeof(float) * ns);
     int rc = 0;
-    if (!lat || !kpe || !q || !qp || !o || !scratch || (bf16 && (!lat16 || !kpe16))) {
+    if (!lat || !kpe || !q || !qp || !o || !scratch) {
         rc = k3_seterr("out of memory for a %lld-token attention benchmark", (long long)n);
     } else {
         double best = INFINITY, best_cpu = INFINITY;
@@ -91,7 +80,7 @@ int k3_mla_tile_bench(int nh, int r, int rope, int64_t n, int64_t nt, int bf16, 
         out->cpu_seconds = best_cpu;
         out->gflops_cpu = rows * 2.0 * (2.0 * r + rope) / best_cpu / 1e9;
         out->gflops = rows * 2.0 * (2.0 * r + rope) / best / 1e9;
-        out->cache_gbs = (double)n * (double)(r + rope) * (bf16 ? 2.0 : 4.0) / best / 1e9;
+        out->cache_gbs = (double)n * (double)(r + rope) * 4.0 / best / 1e9;
     }
     k3_big_free(lat);
     k3_big_free(kpe);
@@ -99,7 +88,5 @@ int k3_mla_tile_bench(int nh, int r, int rope, int64_t n, int64_t nt, int bf16, 
     k3_big_free(qp);
     k3_big_free(o);
     k3_big_free(scratch);
-    k3_big_free(lat16);
-    k3_big_free(kpe16);
     return rc;
 }

@@ -51,10 +51,7 @@ TILE_ATTR void TILE_FN(k3_mla_tile_block_bf16)(const k3_mla_tile_args *a, k3_til
         b.n = tn;
         /* the stage's token 0 is cached row s0: lengths count from there meanwhile */
         for (int i = 0; i < gr->g; i++) gr->len[i] -= s0;
-        int ahead = gr->ahead;
-        gr->ahead = 0; /* the stage is in cache already */
         TILE_FN(k3_mla_tile_block)(&b, gr, 0, tn);
-        gr->ahead = ahead;
         for (int i = 0; i < gr->g; i++) gr->len[i] += s0;
     }
     if (stage != stage_s) free(stage);

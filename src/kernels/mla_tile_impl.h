@@ -10,9 +10,6 @@
  *   VMASK(n)       (the first min(n, VW) lanes, n >= 0)
  *   SV, ST         row vectors x tokens of the score tile, WR, WC rows x
  *                  vectors of the value tile (sized to the register file)
- *   DOT_ROWS       groups of at most this many rows take the dot-product
- *                  scores of mla_tile_dot_impl.h
- *   TILE_HSUM(v)   for VW vectors v, the vector whose lane i sums v[i]
  *
  * A group's rows sit in the lanes of its transposed queries, so the scores
  * are an outer product per dimension: one broadcast cached value times SV
@@ -28,8 +25,6 @@
 #include <float.h>
 #include <math.h>
 #include <string.h>
-
-#include "kernels/mla_tile_dot_impl.h"
 
 /* Scores of nv row vectors from v0 against the ST tokens at yk (keys) and yp
  * (shared keys): S[t * gp + lane] = scale * (q . K[t] + qp . P[t]), the sum
@@ -71,12 +66,12 @@ TILE_INLINE void TILE_FN(score_tile)(const k3_mla_tile_args *a, const k3_tile_gr
         for (int v = 0; v < nv; v++) VSTORE(S + t * ld + (v0 + v) * VW, VMUL(sc, acc[v * ST + t]));
 }
 
-/* The scores of the group's rows (in lanes) against cached rows [j0, j0 +
- * jn), ST tokens a tile (the last tile repeats the last token; its extra rows
- * of S are never read). */
+/* The scores of every lane of the group against cached rows [j0, j0 + jn),
+ * ST tokens a tile (the last tile repeats the last token; its extra rows of S
+ * are never read). */
 TILE_ATTR static void TILE_FN(scores)(const k3_mla_tile_args *a, const k3_tile_group *gr,
                                       int64_t j0, int jn, float *S) {
-    const int nvec = (gr->g + VW - 1) / VW; /* vectors of rows in use */
+    const int nvec = gr->gp / VW;
     for (int t0 = 0; t0 < jn; t0 += ST) {
         const float *yk[ST], *yp[ST];
         for (int t = 0; t < ST; t++) {
@@ -84,7 +79,6 @@ TILE_ATTR static void TILE_FN(scores)(const k3_mla_tile_args *a, const k3_tile_g
             yk[t] = a->K + j * a->ldk, yp[t] = a->P + j * a->ldp;
         }
         float *St = S + (int64_t)t0 * gr->gp;
-        if (gr->ahead) TILE_FN(prefetch_tokens)(a, j0 + t0 + ST, ST);
         for (int v0 = 0; v0 < nvec; v0 += SV) {
             int nv = nvec - v0 < SV ? nvec - v0 : SV;
             if (nv == SV) /* constant row-vector counts: the tile stays in registers */
@@ -105,12 +99,12 @@ TILE_ATTR static void TILE_FN(scores)(const k3_mla_tile_args *a, const k3_tile_g
  * exponents, so its weights and alpha are 0, never NaN. */
 TILE_ATTR static void TILE_FN(softmax)(k3_tile_group *gr, int64_t j0, int jn, float *S,
                                        float *alpha) {
-    const int gp = gr->gp, gv = (gr->g + VW - 1) / VW * VW; /* lanes in use */
+    const int gp = gr->gp;
     for (int i = 0; i < gr->g; i++) {
         int64_t jv = gr->len[i] - j0;
         for (int64_t t = jv < 0 ? 0 : jv; t < jn; t++) S[t * gp + i] = -INFINITY;
     }
-    for (int v = 0; v < gv; v += VW) {
+    for (int v = 0; v < gp; v += VW) {
         vf mold = VLOAD(gr->mx + v), m = mold;
         for (int t = 0; t < jn; t++) m = VMAX(m, VLOAD(S + t * gp + v));
         VSTORE(gr->mx + v, m);
@@ -119,8 +113,8 @@ TILE_ATTR static void TILE_FN(softmax)(k3_tile_group *gr, int64_t j0, int jn, fl
         for (int t = 0; t < jn; t++) VSTORE(S + t * gp + v, VSUB(VLOAD(S + t * gp + v), mu));
     }
     k3_vexp(S, S, (int64_t)jn * gp);
-    k3_vexp(alpha, alpha, gv);
-    for (int v = 0; v < gv; v += VW) {
+    k3_vexp(alpha, alpha, gp);
+    for (int v = 0; v < gp; v += VW) {
         vf s = VMUL(VLOAD(gr->sum + v), VLOAD(alpha + v));
         for (int t = 0; t < jn; t++) s = VADD(s, VLOAD(S + t * gp + v));
         VSTORE(gr->sum + v, s);
@@ -128,12 +122,10 @@ TILE_ATTR static void TILE_FN(softmax)(k3_tile_group *gr, int64_t j0, int jn, fl
 }
 
 /* Rows [r0, r0 + wr) (past g: repeats of the last row, discarded), columns
- * [c0, c0 + wc*VW) under masks m: acc = alpha acc + sum_j p[row][j] V[j0 + j],
- * the weights p at S[row * rs + j * ts] (rows in lanes: rs 1, ts gp; rows
- * row-major: rs K3_TILE_TOK, ts 1). */
+ * [c0, c0 + WC*VW) under masks m: acc = alpha acc + sum_j S[j][row] V[j0 + j]. */
 TILE_INLINE void TILE_FN(wsum_tile)(const k3_mla_tile_args *a, const k3_tile_group *gr, int wr,
-                                    int wc, int r0, int c0, const vmask *m, int64_t j0, int jn,
-                                    const float *S, int rs, int ts, const float *alpha) {
+                                    int r0, int c0, const vmask *m, int64_t j0, int jn,
+                                    const float *S, const float *alpha) {
     int ri[WR];
     for (int r = 0; r < wr; r++) ri[r] = r0 + r < gr->g ? r0 + r : gr->g - 1;
     vf acc[WR * WC];
@@ -141,90 +133,58 @@ TILE_INLINE void TILE_FN(wsum_tile)(const k3_mla_tile_args *a, const k3_tile_gro
     for (int r = 0; r < wr; r++) {
         vf al = VSET1(alpha[ri[r]]);
 #pragma GCC unroll 8
-        for (int c = 0; c < wc; c++)
-            acc[r * wc + c] = VMUL(al, VLOADM(gr->acc[ri[r]] + c0 + c * VW, m[c]));
+        for (int c = 0; c < WC; c++)
+            acc[r * WC + c] = VMUL(al, VLOADM(gr->acc[ri[r]] + c0 + c * VW, m[c]));
     }
     const float *vrow = a->V + j0 * a->ldv + c0, *s = S;
-    for (int j = 0; j < jn; j++, vrow += a->ldv, s += ts) {
-        vf v[8];
+    for (int j = 0; j < jn; j++, vrow += a->ldv, s += gr->gp) {
+        vf v[WC];
 #pragma GCC unroll 8
-        for (int c = 0; c < wc; c++) v[c] = VLOADM(vrow + c * VW, m[c]);
+        for (int c = 0; c < WC; c++) v[c] = VLOADM(vrow + c * VW, m[c]);
 #pragma GCC unroll 8
         for (int r = 0; r < wr; r++) {
-            vf p = VSET1(s[ri[r] * rs]);
+            vf p = VSET1(s[ri[r]]);
 #pragma GCC unroll 8
-            for (int c = 0; c < wc; c++) acc[r * wc + c] = VFMA(p, v[c], acc[r * wc + c]);
+            for (int c = 0; c < WC; c++) acc[r * WC + c] = VFMA(p, v[c], acc[r * WC + c]);
         }
     }
 #pragma GCC unroll 8
     for (int r = 0; r < wr; r++) /* constant indices: acc stays in registers */
 #pragma GCC unroll 8
-        for (int c = 0; c < wc; c++)
-            if (r0 + r < gr->g) VSTOREM(gr->acc[r0 + r] + c0 + c * VW, m[c], acc[r * wc + c]);
+        for (int c = 0; c < WC; c++)
+            if (r0 + r < gr->g) VSTOREM(gr->acc[r0 + r] + c0 + c * VW, m[c], acc[r * WC + c]);
 }
 
-/* The value tiles of wr rows x wc vectors over the group's rows, columns
- * outer so a slice of the block's values stays in L1 while every row takes
- * it. */
-TILE_INLINE void TILE_FN(wsum_cols)(const k3_mla_tile_args *a, const k3_tile_group *gr, int wr,
-                                    int wc, int64_t j0, int jn, const float *S, int rs, int ts,
-                                    const float *alpha) {
-    const int dv = a->dv;
-    for (int c0 = 0; c0 < dv; c0 += wc * VW) {
-        vmask m[8];
+/* acc_i = alpha_i acc_i + sum_j S[j][i] V[j0 + j] for the group's rows: the
+ * value tile is WR rows x WC vectors (half as many rows where the group's row
+ * count is a multiple of that and not of WR, so no tile computes padding),
+ * columns outer so a slice of the block's values stays in L1 while every row
+ * takes it. */
+TILE_ATTR static void TILE_FN(wsum)(const k3_mla_tile_args *a, const k3_tile_group *gr, int64_t j0,
+                                    int jn, const float *S, const float *alpha) {
+    const int dv = a->dv, half = gr->g % WR != 0 && gr->g % (WR / 2) == 0;
+    for (int c0 = 0; c0 < dv; c0 += WC * VW) {
+        vmask m[WC];
 #pragma GCC unroll 8
-        for (int c = 0; c < wc; c++) {
+        for (int c = 0; c < WC; c++) {
             int left = dv - c0 - c * VW;
             m[c] = VMASK(left > 0 ? left : 0);
         }
-        for (int r0 = 0; r0 < gr->g; r0 += wr)
-            TILE_FN(wsum_tile)(a, gr, wr, wc, r0, c0, m, j0, jn, S, rs, ts, alpha);
+        if (half)
+            for (int r0 = 0; r0 < gr->g; r0 += WR / 2)
+                TILE_FN(wsum_tile)(a, gr, WR / 2, r0, c0, m, j0, jn, S, alpha);
+        else
+            for (int r0 = 0; r0 < gr->g; r0 += WR)
+                TILE_FN(wsum_tile)(a, gr, WR, r0, c0, m, j0, jn, S, alpha);
     }
 }
 
-/* acc_i = alpha_i acc_i + sum_j p_i[j] V[j0 + j] for the group's rows. The
- * tile's rows are chosen so few padding rows are computed: one or two rows
- * take 8 vectors of columns (enough independent sums to fill the FMA
- * pipes); more take the shape, of WR x WC and the smaller ones, that pads
- * the fewest rows. */
-TILE_INLINE void TILE_FN(wsum)(const k3_mla_tile_args *a, const k3_tile_group *gr, int64_t j0,
-                               int jn, const float *S, int rs, int ts, const float *alpha) {
-    const int g = gr->g;
-    if (g == 1) {
-        TILE_FN(wsum_cols)(a, gr, 1, 8, j0, jn, S, rs, ts, alpha);
-        return;
-    }
-#if VW == 16
-    if (g == 2) {
-        TILE_FN(wsum_cols)(a, gr, 2, 8, j0, jn, S, rs, ts, alpha);
-        return;
-    }
-    int pad6 = (g + 5) / 6 * 6, pad4 = (g + 3) / 4 * 4, pad3 = (g + 2) / 3 * 3;
-    if (pad6 <= pad4 && pad6 <= pad3)
-        TILE_FN(wsum_cols)(a, gr, 6, 4, j0, jn, S, rs, ts, alpha);
-    else if (pad4 <= pad3)
-        TILE_FN(wsum_cols)(a, gr, 4, 4, j0, jn, S, rs, ts, alpha);
-    else
-        TILE_FN(wsum_cols)(a, gr, 3, 4, j0, jn, S, rs, ts, alpha);
-#else
-    TILE_FN(wsum_cols)(a, gr, WR, WC, j0, jn, S, rs, ts, alpha);
-#endif
-}
-
-/* Few rows (<= DOT_ROWS): the scores as dot products over the dimensions,
- * row-major (mla_tile_dot_impl.h); more: rows in lanes. */
 TILE_ATTR void TILE_FN(k3_mla_tile_block)(const k3_mla_tile_args *a, k3_tile_group *gr, int64_t j0,
                                           int64_t j1) {
     float S[K3_TILE_TOK * K3_TILE_GROUP] __attribute__((aligned(64)));
     float alpha[K3_TILE_GROUP] __attribute__((aligned(64)));
     int jn = (int)(j1 - j0);
-    if (gr->g <= DOT_ROWS) {
-        TILE_FN(dot_scores)(a, gr, j0, jn, S);
-        TILE_FN(dot_softmax)(gr, j0, jn, S, alpha);
-        TILE_FN(wsum)(a, gr, j0, jn, S, K3_TILE_TOK, 1, alpha);
-        return;
-    }
     TILE_FN(scores)(a, gr, j0, jn, S);
     TILE_FN(softmax)(gr, j0, jn, S, alpha);
-    TILE_FN(wsum)(a, gr, j0, jn, S, 1, gr->gp, alpha);
+    TILE_FN(wsum)(a, gr, j0, jn, S, alpha);
 }

@@ -54,13 +54,6 @@ else
     fail bench_kernels_table "$(tail -2 "$TMP/k.txt")"
 fi
 
-if "$K3" bench --attention 300 --heads 8 --rank 256 --queries 2 --quick --threads 1 >"$TMP/a.txt" 2>&1 &&
-    grep -q '^attention .* 8 heads x 2 queries over 300 cached tokens (rank 256' "$TMP/a.txt"; then
-    pass bench_attention_shape
-else
-    fail bench_attention_shape "$(tail -2 "$TMP/a.txt")"
-fi
-
 K3_KERNELS=ref "$K3" bench --model "$FIX/tiny-bf16" -p 2 -n 1 --runs 1 --quick >"$TMP/r.txt" 2>&1
 grep -q '(ref kernels' "$TMP/r.txt" && pass bench_ref_mode || fail bench_ref_mode "$(head -1 "$TMP/r.txt")"
 
@@ -80,8 +73,6 @@ expect_error bad_threads "integer" --kernels --threads 0
 expect_error bad_p "integer" --model "$FIX/tiny-bf16" -p x
 expect_error missing_model "config.json" --model "$TMP/nope"
 expect_error unknown_opt "unknown" --frobnicate
-expect_error attention_queries "queries <= the cache length" --attention 4 --queries 5
-expect_error attention_heads "heads <= 4096" --attention 4 --heads 5000
 expect_error bad_bw_over "auto, buffer or weights" --model "$FIX/tiny-bf16" --bw-over disk
 
 # --draft-only: the drafter over a replay file without the model (only a
