@@ -18,26 +18,14 @@ trap cleanup EXIT
 BODY='{"prompt":"x","max_tokens":48,"temperature":0,"logit_bias":{"300":100,"301":100,"302":100,"303":100},"speculative":%s}'
 
 answer() { # np, speculative -> the completion text, then the kept drafts
-    local np=$1 spec=$2 log="$TMP/serve$1.log" port="" i
-    if [ "$np" -eq 1 ]; then
-        "$K3" serve --port 0 >"$log" 2>&1 &
-    else
-        timeout -k 5 90 mpirun --oversubscribe --allow-run-as-root -np "$np" "$K3" serve --port 0 >"$log" 2>&1 &
-    fi
-    SERVER=$!
-    for i in $(seq 1 150); do
-        port=$(grep -o 'listening on http://127.0.0.1:[0-9]*' "$log" | grep -o '[0-9]*$')
-        [ -n "$port" ] && break
-        sleep 0.2
-    done
+    local np=$1 spec=$2
+    dist_serve_start "$np" 90 150 "$TMP/serve$np.log"
+    local port=$PORT
     # shellcheck disable=SC2059
     curl -s -m 60 "http://127.0.0.1:$port/v1/completions" -H 'Content-Type: application/json' \
         -d "$(printf "$BODY" "$spec")" | grep -o '"text":"[^"]*"'
     curl -s -m 10 "http://127.0.0.1:$port/metrics" | grep '^k3_spec_accepted_tokens_total' | grep -o '[0-9]*$'
-    kill -TERM "$SERVER" 2>/dev/null
-    wait "$SERVER" 2>/dev/null
-    echo $? >"$TMP/serve$np.rc"
-    SERVER=
+    dist_serve_stop "$TMP/serve$np.rc"
 }
 plain=$(answer 1 false)
 spec=$(answer 2 true)

@@ -64,18 +64,9 @@ fi
 
 # serve: start, wait for the port, ask, compare with one process
 serve_text() { # np (1 = plain), -> prints the completion text
-    local np=$1 log="$TMP/serve$1.log" port="" i
-    if [ "$np" -eq 1 ]; then
-        "$K3" serve --port 0 >"$log" 2>&1 &
-    else
-        timeout -k 5 60 mpirun --oversubscribe --allow-run-as-root -np "$np" "$K3" serve --port 0 >"$log" 2>&1 &
-    fi
-    SERVER=$!
-    for i in $(seq 1 100); do
-        port=$(grep -o 'listening on http://127.0.0.1:[0-9]*' "$log" | grep -o '[0-9]*$')
-        [ -n "$port" ] && break
-        sleep 0.2
-    done
+    local np=$1
+    dist_serve_start "$np" 60 100 "$TMP/serve$np.log"
+    local port=$PORT
     curl -s -m 30 "http://127.0.0.1:$port/v1/completions" -H 'Content-Type: application/json' \
         -d '{"prompt":"Hello","max_tokens":8,"temperature":0}' | grep -o '"text":"[^"]*"'
     # two chats with one system prompt: the first stores a snapshot at the
@@ -87,10 +78,7 @@ serve_text() { # np (1 = plain), -> prints the completion text
         curl -s -m 30 "http://127.0.0.1:$port/v1/chat/completions" -H 'Content-Type: application/json' \
             -d "$(printf "$chat" "$q")" | grep -o '"content":"[^"]*"\|"cached_tokens":[0-9]*'
     done
-    kill -TERM "$SERVER" 2>/dev/null
-    wait "$SERVER" 2>/dev/null
-    echo $? >"$TMP/serve$np.rc"
-    SERVER=
+    dist_serve_stop "$TMP/serve$np.rc"
 }
 t1=$(serve_text 1)
 t2=$(serve_text 2)
