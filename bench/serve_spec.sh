@@ -23,19 +23,9 @@ ROUNDS=${ROUNDS:-3}
 TOKENS=${TOKENS:-128}
 THREADS=${THREADS:-2}
 LIMIT=${LIMIT:-3600}
-TMP=$(mktemp -d)
-LOG=$TMP/server.log
-"$K3" serve --model "$MODEL" --port 0 --test-mode --threads "$THREADS" --parallel "$N" \
-    --max-tokens "$TOKENS" ${SERVE_ARGS:-} >"$LOG" 2>&1 &
-PID=$!
-trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$TMP"' EXIT
-PORT=
-for _ in $(seq 1 600); do
-    PORT=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$LOG")
-    [ -n "$PORT" ] && break
-    kill -0 $PID 2>/dev/null || { cat "$LOG" >&2; exit 1; }
-    sleep 0.1
-done
-[ -n "$PORT" ] || { echo "server did not start" >&2; exit 1; }
+. bench/serve_start.sh.inc
+# shellcheck disable=SC2086 # SERVE_ARGS: extra options, split on spaces
+bench_serve_start --model "$MODEL" --test-mode --threads "$THREADS" --parallel "$N" \
+    --max-tokens "$TOKENS" ${SERVE_ARGS:-}
 echo "model $MODEL, $N streams, $ROUNDS rounds, $TOKENS tokens, $THREADS threads${SERVE_ARGS:+, $SERVE_ARGS}"
 timeout "$LIMIT" python3 bench/serve_spec.py "http://127.0.0.1:$PORT" "$N" "$ROUNDS" "$TOKENS" "${FILES[@]}"
