@@ -94,7 +94,7 @@ R=(--model "$FX" --byte-tokenizer --threads 1)
 check bench_err_replay_no_file refused "cannot open" "${R[@]}" --replay "$T/missing.jsonl"
 check bench_err_replay_bad_json refused "bad.jsonl:2:" "${R[@]}" --replay "$T/bad.jsonl"
 check bench_err_replay_answer_type refused '"answer" must be a string' "${R[@]}" --replay "$T/num.jsonl"
-check bench_err_replay_short_answer refused "fewer than 2 tokens" "${R[@]}" --replay "$T/short.jsonl"
+check bench_err_replay_short_answer refused "short.jsonl:1: \"answer\" has 1 token, a replay needs at least 2" "${R[@]}" --replay "$T/short.jsonl"
 check bench_err_replay_no_lines refused "no lines" "${R[@]}" --replay "$T/none.jsonl"
 check bench_err_replay_no_model refused "--replay needs --model DIR" --replay "$T/r.jsonl"
 check bench_err_replay_no_value refused "unknown or incomplete option '--replay'" "${R[@]}" --replay
