@@ -9,7 +9,6 @@
 #include "base/mem.h"
 #include "gen/draft_study.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
