@@ -9,6 +9,7 @@
  * machine wall-clock rates swing with other users' load, CPU time much
  * less, so the CPU column shows what batching saves per token. */
 #include "cli/bench_batch.h"
+#include "cli/bench_json.h"
 
 #include "base/err.h"
 #include "base/mem.h"
@@ -102,10 +103,13 @@ int k3_bench_batch(const char *dir, int threads, int maxB, int only, long P, lon
         double cpu = (double)B * (double)N / cmed;
         if (!base) base = agg, cbase = cpu; /* B = 1, or B itself with --batch-only */
         if (json)
-            printf("{\"model\":\"%s\",\"threads\":%d,\"batch\":%d,\"prompt\":%ld,\"steps\":%ld,"
-                   "\"aggregate_tps\":%.2f,\"per_sequence_tps\":%.2f,\"speedup\":%.3f,"
-                   "\"tokens_per_cpu_s\":%.2f,\"cpu_speedup\":%.3f}\n",
-                   dir, omp_get_max_threads(), B, P, N, agg, per, agg / base, cpu, cpu / cbase);
+            k3_bench_json_print(json_pack(
+                "{s:o, s:i, s:i, s:I, s:I, s:o, s:o, s:o, s:o, s:o}", "model",
+                k3_bench_json_text(dir), "threads", omp_get_max_threads(), "batch", B, "prompt",
+                (json_int_t)P, "steps", (json_int_t)N, "aggregate_tps", k3_bench_json_num(agg, 2),
+                "per_sequence_tps", k3_bench_json_num(per, 2), "speedup",
+                k3_bench_json_num(agg / base, 3), "tokens_per_cpu_s", k3_bench_json_num(cpu, 2),
+                "cpu_speedup", k3_bench_json_num(cpu / cbase, 3)));
         else
             printf("| %d | %.1f | %.1f | %.2fx | %.1f | %.2fx |\n", B, agg, per, agg / base, cpu,
                    cpu / cbase);

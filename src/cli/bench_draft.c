@@ -9,7 +9,6 @@
 #include "base/mem.h"
 #include "gen/draft_study.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,30 +16,6 @@
 /* The context lengths the bound is printed for. */
 static const int MS[] = {1, 2, 3, 4, 6};
 #define N_MS ((int)(sizeof MS / sizeof MS[0]))
-
-int k3_study_cost_parse(const char *arg, k3_study_cost *out) {
-    memset(out, 0, sizeof *out);
-    const char *eq = strchr(arg, '=');
-    size_t nl = eq ? (size_t)(eq - arg) : 0;
-    if (!eq || !nl || nl >= sizeof out->name)
-        return fprintf(stderr, "k3 bench: --cost expects NAME=c1,c2,... (NAME 1..%zu chars)\n",
-                       sizeof out->name - 1),
-               -1;
-    memcpy(out->name, arg, nl);
-    out->c[0] = 1;
-    for (const char *s = eq + 1; *s;) {
-        char *end;
-        double v = strtod(s, &end);
-        if (end == s || !isfinite(v) || v <= 0 || out->n == K3_DRAFT_MAX || (*end && *end != ','))
-            return fprintf(stderr, "k3 bench: --cost %s: expected up to %d costs > 0, got '%s'\n",
-                           out->name, K3_DRAFT_MAX, s),
-                   -1;
-        out->c[++out->n] = v;
-        s = *end ? end + 1 : end;
-    }
-    if (!out->n) return fprintf(stderr, "k3 bench: --cost %s: no costs\n", out->name), -1;
-    return 0;
-}
 
 /* Sums over lines: the drafter's pass, and per cost table the drafter's and
  * the bound's costs for each m. */

@@ -3,20 +3,11 @@
 #ifndef K3_CLI_BENCH_DRAFT_H
 #define K3_CLI_BENCH_DRAFT_H
 
-#include "cli/bench_replay.h"
-#include "gen/draft.h"
+#include "gen/draft_study.h"
+#include "gen/replay_file.h"
 
+/* At most this many --cost tables. */
 #define K3_STUDY_COSTS 4
-
-/* A verify-cost table: c[k] plain steps for a verify step of k drafts. */
-typedef struct {
-    char name[24];
-    double c[K3_DRAFT_MAX + 1];
-    int n; /* c[1..n] given */
-} k3_study_cost;
-
-/* "NAME=c1,c2,...,cn" (n >= 1, each > 0). 0, or -1 with a message. */
-int k3_study_cost_parse(const char *arg, k3_study_cost *out);
 /* Print the study of n lines at spec-max kmax, projected through costs. */
 int k3_bench_draft_study(const k3_replay_text *L, int n, int kmax, const k3_study_cost *costs,
                          int ncost);

@@ -13,10 +13,12 @@
  * state (gen/replay.h), and its time is reported apart. */
 #include "cli/bench_replay.h"
 
-#include "cli/bench_draft.h"
 #include "base/err.h"
 #include "base/mem.h"
+#include "cli/bench_draft.h"
+#include "cli/bench_json.h"
 #include "gen/replay.h"
+#include "gen/replay_file.h"
 #include "k3.h"
 #include "text/tokenizer.h"
 
@@ -53,6 +55,16 @@ static int want_long(const char *opt, const char *v, long lo, long hi, long *out
     return 0;
 }
 
+/* One --cost NAME=c1,... table (gen/draft_study.h). */
+static int add_cost(replay_args *a, const char *v) {
+    if (a->ncost == K3_STUDY_COSTS)
+        return fprintf(stderr, "k3 bench: at most %d --cost tables\n", K3_STUDY_COSTS), -1;
+    if (k3_study_cost_parse(v, &a->cost[a->ncost]))
+        return fprintf(stderr, "k3 bench: %s\n", k3_errmsg()), -1;
+    a->ncost++;
+    return 0;
+}
+
 static int parse(int argc, char **argv, replay_args *a) {
     *a = (replay_args){.spec_max = 8, .rounds = 9};
     for (int i = 1; i < argc; i++) {
@@ -76,8 +88,8 @@ static int parse(int argc, char **argv, replay_args *a) {
             a->json = 1, val = 0;
         else if (!strcmp(o, "--draft-only"))
             a->draft_only = 1, val = 0;
-        else if (!strcmp(o, "--cost") && v && a->ncost < K3_STUDY_COSTS)
-            rc = k3_study_cost_parse(v, &a->cost[a->ncost++]);
+        else if (!strcmp(o, "--cost") && v)
+            rc = add_cost(a, v);
         else {
             fprintf(stderr, "k3 bench: unknown or incomplete option '%s' with --replay\n", o);
             return -1;
@@ -95,48 +107,16 @@ static int parse(int argc, char **argv, replay_args *a) {
     return 0;
 }
 
-/* The string field `key` of a line's object, or NULL with a message. */
-static const char *field(json_t *o, const char *key, const char *file, int line) {
-    const char *s = json_string_value(json_object_get(o, key));
-    if (!s) k3_seterr("%s:%d: \"%s\" must be a string", file, line, key);
-    return s;
-}
-
-/* Every line of a.file, tokenized; *n lines. NULL + k3_errmsg on error. */
+/* Every line of a.file, tokenized (gen/replay_file.h); *n lines. NULL +
+ * k3_errmsg naming the file and line on error. */
 static replay_line *load_lines(const replay_args *a, const k3_tokenizer *tok, int *n) {
-    FILE *f = fopen(a->file, "r");
-    if (!f) return k3_seterr("%s: cannot open", a->file), NULL;
-    replay_line *L = NULL;
-    char *buf = NULL;
-    size_t cap = 0;
-    int ln = 0, rc = 0;
+    k3_replay_doc d;
     *n = 0;
-    while (!rc && getline(&buf, &cap, f) > 0) {
-        ln++;
-        json_error_t e;
-        json_t *o = json_loads(buf, 0, &e);
-        const char *p = o ? field(o, "prompt", a->file, ln) : NULL;
-        const char *s = p ? field(o, "answer", a->file, ln) : NULL;
-        if (!o) k3_seterr("%s:%d: %s", a->file, ln, e.text);
-        L = k3_xrealloc(L, sizeof *L * (size_t)(*n + 1));
-        replay_line *r = &L[*n];
-        memset(r, 0, sizeof *r);
-        rc = !s || k3_tok_encode(tok, p, strlen(p), 0, &r->p, &r->np) ||
-             k3_tok_encode(tok, s, strlen(s), 0, &r->a, &r->na);
-        if (!rc && a->n && r->na > (size_t)a->n) r->na = (size_t)a->n;
-        if (!rc && r->na < 2)
-            rc = k3_seterr("%s:%d: the answer has fewer than 2 tokens", a->file, ln);
-        json_decref(o);
-        if (!rc) (*n)++;
-    }
-    free(buf);
-    fclose(f);
-    if (!rc && !*n) rc = k3_seterr("%s: no lines", a->file);
-    if (!rc) return L;
-    for (int i = 0; i <= *n && L; i++) free(L[i].p), free(L[i].a);
-    free(L);
-    *n = 0; /* the caller frees n lines of what it got */
-    return NULL;
+    if (k3_replay_read(a->file, &d)) return NULL;
+    replay_line *L = k3_replay_tokenize(&d, tok, (size_t)a->n);
+    if (L) *n = d.n;
+    k3_replay_doc_free(&d);
+    return L;
 }
 
 static double tps(const k3_replay_pass *r) {
@@ -207,18 +187,25 @@ static int run_replay(const replay_args *a, k3_model *m, replay_line *L, int n) 
                a->spec_max, omp_get_max_threads());
         return 0;
     }
-    printf("{\"model\":\"%s\",\"replay\":\"%s\",\"threads\":%d,\"spec_max\":%ld,\"tokens\":%lld,"
-           "\"replay_plain_tps\":%.3f,\"replay_spec_tps\":%.3f,\"speedup\":%.4f,"
-           "\"accepted_per_step\":%.4f,\"tokens_per_step\":%.4f,\"drafted\":%lld,"
-           "\"accepted\":%lld,\"verify_steps\":%lld,\"verify_cost\":%.4f,"
-           "\"replay_plain_cpu_tps\":%.3f,\"replay_spec_cpu_tps\":%.3f,\"verify_cost_cpu\":%.4f,"
-           "\"prefill_s\":%.3f,\"prefill_cpu_s\":%.3f}\n",
-           a->model, a->file, omp_get_max_threads(), a->spec_max, (long long)tp.tokens, tps(&tp),
-           tps(&ts), tps(&tp) > 0 ? tps(&ts) / tps(&tp) : 0,
-           ts.verify_steps ? (double)ts.accepted / ts.verify_steps : 0,
-           ts.steps ? (double)ts.tokens / ts.steps : 0, (long long)ts.drafted,
-           (long long)ts.accepted, (long long)ts.verify_steps, verify_cost(&tp, &ts), cpu_tps(&tp),
-           cpu_tps(&ts), verify_cost_cpu(&tp, &ts), pre_s, pre_cpu);
+    double speedup = tps(&tp) > 0 ? tps(&ts) / tps(&tp) : 0;
+    double acc = ts.verify_steps ? (double)ts.accepted / ts.verify_steps : 0;
+    double per_step = ts.steps ? (double)ts.tokens / ts.steps : 0;
+    json_t *o = json_pack(
+        "{s:o, s:o, s:i, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:o, s:o, s:o, s:o, "
+        "s:o, s:o}",
+        "model", k3_bench_json_text(a->model), "replay", k3_bench_json_text(a->file), "threads",
+        omp_get_max_threads(), "spec_max", (json_int_t)a->spec_max, "tokens", (json_int_t)tp.tokens,
+        "replay_plain_tps", k3_bench_json_num(tps(&tp), 3), "replay_spec_tps",
+        k3_bench_json_num(tps(&ts), 3), "speedup", k3_bench_json_num(speedup, 4),
+        "accepted_per_step", k3_bench_json_num(acc, 4), "tokens_per_step",
+        k3_bench_json_num(per_step, 4), "drafted", (json_int_t)ts.drafted, "accepted",
+        (json_int_t)ts.accepted, "verify_steps", (json_int_t)ts.verify_steps, "verify_cost",
+        k3_bench_json_num(verify_cost(&tp, &ts), 4), "replay_plain_cpu_tps",
+        k3_bench_json_num(cpu_tps(&tp), 3), "replay_spec_cpu_tps",
+        k3_bench_json_num(cpu_tps(&ts), 3), "verify_cost_cpu",
+        k3_bench_json_num(verify_cost_cpu(&tp, &ts), 4), "prefill_s", k3_bench_json_num(pre_s, 3),
+        "prefill_cpu_s", k3_bench_json_num(pre_cpu, 3));
+    k3_bench_json_print(o);
     return 0;
 }
 
@@ -236,9 +223,11 @@ static int run_cost(const replay_args *a, k3_model *m, replay_line *L) {
     for (int k = 1; k <= a->verify_k; k++) {
         double b = k3_replay_step_bytes(m, k + 1) / b1;
         if (a->json)
-            printf("{\"model\":\"%s\",\"threads\":%d,\"k\":%d,\"verify_cost\":%.4f,"
-                   "\"verify_cost_cpu\":%.4f,\"bytes_ratio\":%.4f,\"plain_bytes\":%.0f}\n",
-                   a->model, omp_get_max_threads(), k, cost[k], cpu[k], b, b1);
+            k3_bench_json_print(json_pack(
+                "{s:o, s:i, s:i, s:o, s:o, s:o, s:o}", "model", k3_bench_json_text(a->model),
+                "threads", omp_get_max_threads(), "k", k, "verify_cost",
+                k3_bench_json_num(cost[k], 4), "verify_cost_cpu", k3_bench_json_num(cpu[k], 4),
+                "bytes_ratio", k3_bench_json_num(b, 4), "plain_bytes", k3_bench_json_num(b1, 0)));
         else
             printf("%-3d %12.3f %12.3f %12.3f\n", k, cost[k], cpu[k], b);
     }
@@ -255,8 +244,7 @@ static int draft_only(const replay_args *a) {
     replay_line *L = tok ? load_lines(a, tok, &n) : NULL;
     int rc = !L || k3_bench_draft_study(L, n, (int)a->spec_max, a->cost, a->ncost);
     if (!L) fprintf(stderr, "k3 bench: %s\n", k3_errmsg());
-    for (int i = 0; i < n; i++) free(L[i].p), free(L[i].a);
-    free(L);
+    k3_replay_texts_free(L, n);
     k3_tok_free(tok);
     return rc;
 }
@@ -275,8 +263,7 @@ int k3_bench_replay(int argc, char **argv) {
     if (!rc && a.file && !a.verify_k) rc = run_replay(&a, m, L, n) != 0;
     if (!rc && a.verify_k) rc = run_cost(&a, m, L) != 0;
     if (rc) fprintf(stderr, "k3 bench: %s\n", k3_errmsg());
-    for (int i = 0; i < n; i++) free(L[i].p), free(L[i].a);
-    free(L);
+    k3_replay_texts_free(L, n);
     k3_tok_free(tok);
     k3_model_free(m);
     return rc;

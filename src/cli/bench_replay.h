@@ -2,15 +2,6 @@
 #ifndef K3_CLI_BENCH_REPLAY_H
 #define K3_CLI_BENCH_REPLAY_H
 
-#include <stddef.h>
-#include <stdint.h>
-
-/* One line of a replay file, tokenized. */
-typedef struct {
-    int32_t *p, *a; /* prompt and answer ids */
-    size_t np, na;
-} k3_replay_text;
-
 /* 1 if argv asks for a replay (--replay or --verify-cost). */
 int k3_bench_is_replay(int argc, char **argv);
 /* The whole replay command: parse, run, print. Exit status 0, 1 or 2. */

@@ -13,6 +13,7 @@
  *   k3 bench --bandwidth [--threads N]        streaming-read bandwidth only */
 #include "cli/cli.h"
 #include "cli/bench_batch.h"
+#include "cli/bench_json.h"
 #include "cli/bench_replay.h"
 
 #include "k3.h"
@@ -252,11 +253,14 @@ static int run_kernels(const bench_args *a) {
     uint64_t mv = a->quick ? (8u << 20) : (256u << 20);
     int64_t mr = a->quick ? 256 : 2048, mc = a->quick ? 1024 : 4096;
     int reps = a->quick ? 3 : 5;
-    printf("kernels %s, %d threads, matvec over ~%llu MiB of weights, matmul %lldx%lld x T=%ld\n",
-           k3_kernels_name(), omp_get_max_threads(), (unsigned long long)(mv >> 20), (long long)mr,
-           (long long)mc, a->T);
-    printf("| format | matvec GB/s | matvec GB/s per core (CPU time) | matvec GFLOP/s | matmul "
-           "GFLOP/s |\n|---|---:|---:|---:|---:|\n");
+    if (!a->json)
+        printf(
+            "kernels %s, %d threads, matvec over ~%llu MiB of weights, matmul %lldx%lld x T=%ld\n",
+            k3_kernels_name(), omp_get_max_threads(), (unsigned long long)(mv >> 20), (long long)mr,
+            (long long)mc, a->T);
+    if (!a->json)
+        printf("| format | matvec GB/s | matvec GB/s per core (CPU time) | matvec GFLOP/s | "
+               "matmul GFLOP/s |\n|---|---:|---:|---:|---:|\n");
     for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++) {
         k3_kbench_row r;
         if (k3_kbench_format(fmts[i].fmt, fmts[i].bits, fmts[i].group, mv, mr, mc, a->T, reps, &r) <
@@ -264,8 +268,19 @@ static int run_kernels(const bench_args *a) {
             fprintf(stderr, "k3 bench: %s\n", k3_errmsg());
             return 1;
         }
-        printf("| %s | %.2f | %.2f | %.2f | %.2f |\n", r.name, r.mv_gbs, r.mv_cpu_gbs, r.mv_gflops,
-               r.mm_gflops);
+        if (a->json)
+            k3_bench_json_print(
+                json_pack("{s:s, s:i, s:s, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o}", "kernels",
+                          k3_kernels_name(), "threads", omp_get_max_threads(), "format", r.name,
+                          "matvec_bytes", (json_int_t)mv, "matmul_rows", (json_int_t)mr,
+                          "matmul_cols", (json_int_t)mc, "matmul_tokens", (json_int_t)a->T,
+                          "matvec_gbs", k3_bench_json_num(r.mv_gbs, 2), "matvec_cpu_gbs",
+                          k3_bench_json_num(r.mv_cpu_gbs, 2), "matvec_gflops",
+                          k3_bench_json_num(r.mv_gflops, 2), "matmul_gflops",
+                          k3_bench_json_num(r.mm_gflops, 2)));
+        else
+            printf("| %s | %.2f | %.2f | %.2f | %.2f |\n", r.name, r.mv_gbs, r.mv_cpu_gbs,
+                   r.mv_gflops, r.mm_gflops);
         fflush(stdout);
     }
     return 0;
@@ -277,7 +292,11 @@ static int run_bandwidth(const bench_args *a) {
         fprintf(stderr, "k3 bench: %s\n", k3_errmsg());
         return 1;
     }
-    printf("memory read bandwidth: %.2f GB/s (%d threads)\n", bw / 1e9, omp_get_max_threads());
+    if (a->json)
+        k3_bench_json_print(json_pack("{s:o, s:i}", "memory_read_bytes_per_s",
+                                      k3_bench_json_num(bw, 0), "threads", omp_get_max_threads()));
+    else
+        printf("memory read bandwidth: %.2f GB/s (%d threads)\n", bw / 1e9, omp_get_max_threads());
     return 0;
 }
 
@@ -461,6 +480,42 @@ static const char *activation_mode(int verbose) {
     return verbose ? "f32 (exact)" : "f32";
 }
 
+/* The --model measurement as one JSON line (cli/bench_json.h). */
+static void print_model_json(const bench_args *a, const model_result *r) {
+    json_t *o = json_pack(
+        "{s:o, s:i, s:s, s:s, s:I, s:i, s:o, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+        "model", k3_bench_json_text(a->model), "threads", omp_get_max_threads(), "kernels",
+        k3_kernels_name(), "cache_type", a->cache_type ? "bf16" : "f32", "depth",
+        (json_int_t)a->depth, "fill_threads", r->fill_threads, "fill_s",
+        k3_bench_json_num(r->fill_s, 3), "prompt", (json_int_t)a->T, "decode", (json_int_t)a->n,
+        "runs", (json_int_t)a->runs, "load_s", k3_bench_json_num(r->load_s, 3), "prefill_tps",
+        k3_bench_json_num(r->prefill_tps, 2), "decode_tps", k3_bench_json_num(r->decode_tps, 2),
+        "prefill_tps_min", k3_bench_json_num(r->prefill_min, 2), "prefill_tps_max",
+        k3_bench_json_num(r->prefill_max, 2), "decode_tps_min", k3_bench_json_num(r->decode_min, 2),
+        "decode_tps_max", k3_bench_json_num(r->decode_max, 2));
+    /* the rest one by one: shorter to read than one long format */
+    json_object_set_new(o, "peak_rss_bytes", json_integer((json_int_t)r->peak_rss));
+    json_object_set_new(o, "weight_bytes", json_integer((json_int_t)r->weight_bytes));
+    json_object_set_new(o, "active_bytes_per_token", json_integer((json_int_t)r->active_bytes));
+    json_object_set_new(o, "bandwidth_bytes_per_s", k3_bench_json_num(r->bw, 0));
+    json_object_set_new(o, "bandwidth_working_set_bytes", json_integer((json_int_t)r->bw_bytes));
+    json_object_set_new(o, "bandwidth_over",
+                        json_string(r->bw_on_weights ? "weight files" : "buffer"));
+    json_object_set_new(o, "roofline", k3_bench_json_real(r->roofline));
+    json_object_set_new(o, "activations", json_string(activation_mode(0)));
+    json_object_set_new(o, "storage_bytes_per_token", k3_bench_json_num(r->storage_per_token, 0));
+    json_object_set_new(o, "expert_hit_rate", k3_bench_json_num(r->hit_rate, 4));
+    json_object_set_new(o, "decode_wall_s_per_token", k3_bench_json_real(r->wall_per_token));
+    json_object_set_new(o, "decode_cpu_s_per_token", k3_bench_json_real(r->cpu_per_token));
+    json_object_set_new(o, "decode_sys_s_per_token", k3_bench_json_real(r->sys_per_token));
+    json_object_set_new(o, "decode_majflt_per_token", k3_bench_json_num(r->majflt_per_token, 1));
+    json_object_set_new(o, "decode_runqueue_wait_s_per_token",
+                        k3_bench_json_real(r->runq_per_token));
+    json_object_set_new(o, "prefetch_pool_cpu_s", k3_bench_json_real(r->pf.pool_cpu_ns / 1e9));
+    json_object_set_new(o, "readahead", json_string(k3_readahead_name(r->pf.readahead)));
+    k3_bench_json_print(o);
+}
+
 static int run_model(const bench_args *a) {
     model_result r = {0};
     if (measure_model(a, &r) < 0) {
@@ -469,29 +524,7 @@ static int run_model(const bench_args *a) {
     }
     int th = omp_get_max_threads();
     if (a->json) {
-        printf("{\"model\":\"%s\",\"threads\":%d,\"kernels\":\"%s\",\"cache_type\":\"%s\","
-               "\"depth\":%ld,\"fill_threads\":%d,\"fill_s\":%.3f,\"prompt\":%ld,"
-               "\"decode\":%ld,"
-               "\"runs\":%ld,\"load_s\":%.3f,\"prefill_tps\":%.2f,\"decode_tps\":%.2f,"
-               "\"prefill_tps_min\":%.2f,\"prefill_tps_max\":%.2f,"
-               "\"decode_tps_min\":%.2f,\"decode_tps_max\":%.2f,"
-               "\"peak_rss_bytes\":%llu,\"weight_bytes\":%llu,\"active_bytes_per_token\":%llu,"
-               "\"bandwidth_bytes_per_s\":%.0f,\"bandwidth_working_set_bytes\":%llu,"
-               "\"bandwidth_over\":\"%s\",\"roofline\":%.4g,\"activations\":\"%s\","
-               "\"storage_bytes_per_token\":%.0f,\"expert_hit_rate\":%.4f,"
-               "\"decode_wall_s_per_token\":%.6g,\"decode_cpu_s_per_token\":%.6g,"
-               "\"decode_sys_s_per_token\":%.6g,\"decode_majflt_per_token\":%.1f,"
-               "\"decode_runqueue_wait_s_per_token\":%.6g,"
-               "\"prefetch_pool_cpu_s\":%.6g,\"readahead\":\"%s\"}\n",
-               a->model, th, k3_kernels_name(), a->cache_type ? "bf16" : "f32", a->depth,
-               r.fill_threads, r.fill_s, a->T, a->n, a->runs, r.load_s, r.prefill_tps, r.decode_tps,
-               r.prefill_min, r.prefill_max, r.decode_min, r.decode_max,
-               (unsigned long long)r.peak_rss, (unsigned long long)r.weight_bytes,
-               (unsigned long long)r.active_bytes, r.bw, (unsigned long long)r.bw_bytes,
-               r.bw_on_weights ? "weight files" : "buffer", r.roofline, activation_mode(0),
-               r.storage_per_token, r.hit_rate, r.wall_per_token, r.cpu_per_token, r.sys_per_token,
-               r.majflt_per_token, r.runq_per_token, r.pf.pool_cpu_ns / 1e9,
-               k3_readahead_name(r.pf.readahead));
+        print_model_json(a, &r);
         return 0;
     }
     printf("model            %s (%s kernels, %d threads)\n", a->model, k3_kernels_name(), th);
@@ -534,6 +567,18 @@ static int run_attention(const bench_args *a) {
     if (k3_mla_tile_bench(96, 512, 64, a->attention, 1, a->quick ? 2 : 5, &r) < 0) {
         fprintf(stderr, "k3 bench: %s\n", k3_errmsg());
         return 1;
+    }
+    if (a->json) {
+        k3_bench_json_print(
+            json_pack("{s:s, s:i, s:i, s:i, s:I, s:o, s:o, s:o, s:o, s:o}", "kernels",
+                      k3_kernels_name(), "threads", omp_get_max_threads(), "attention_heads", 96,
+                      "attention_rank", 512, "attention_cache_tokens", (json_int_t)a->attention,
+                      "attention_ms", k3_bench_json_num(1e3 * r.seconds, 3), "attention_gflops",
+                      k3_bench_json_num(r.gflops, 2), "attention_cache_gbs",
+                      k3_bench_json_num(r.cache_gbs, 2), "attention_cpu_ms",
+                      k3_bench_json_num(1e3 * r.cpu_seconds, 3), "attention_gflops_per_cpu_s",
+                      k3_bench_json_num(r.gflops_cpu, 2)));
+        return 0;
     }
     printf("attention        %s kernels, %d threads: 96 heads x 1 query over %ld cached tokens "
            "(rank 512 + RoPE 64): %.2f ms, %.1f GFLOP/s, cache read at %.1f GB/s; CPU time "

@@ -2,9 +2,12 @@
  * draft_study.h). */
 #include "gen/draft_study.h"
 
+#include "base/err.h"
 #include "base/mem.h"
+#include "base/utf8safe.h"
 #include "gen/draft.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,4 +125,52 @@ double k3_draft_study_oracle(const uint8_t *depth, size_t na, int m, int kmax, c
     double c = dp[1];
     free(dp), free(run), free(pick);
     return c;
+}
+
+/* The cost table's name: printable ASCII, no spaces (it heads a text column). */
+static int good_name(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (s[i] <= ' ' || s[i] > '~') return 0;
+    return n > 0;
+}
+
+/* One cost, s[0..n): a plain decimal number (strtod alone would also take
+ * leading spaces, "inf", "nan" and hex) in the allowed range. */
+static int parse_one(const char *s, size_t n, double *v) {
+    char num[64], *end;
+    if (!n || n >= sizeof num) return -1;
+    for (size_t i = 0; i < n; i++)
+        if (!strchr("0123456789.eE+-", s[i])) return -1;
+    memcpy(num, s, n);
+    num[n] = 0;
+    *v = strtod(num, &end);
+    return *end || !(*v >= K3_STUDY_COST_MIN && *v <= K3_STUDY_COST_MAX) ? -1 : 0;
+}
+
+int k3_study_cost_parse(const char *arg, k3_study_cost *out) {
+    memset(out, 0, sizeof *out);
+    char safe[160];
+    k3_utf8_escape(safe, sizeof safe, arg, strlen(arg), K3_UTF8_CTRL);
+    const char *eq = strchr(arg, '=');
+    size_t nl = eq ? (size_t)(eq - arg) : 0;
+    if (!eq || nl >= sizeof out->name || !good_name(arg, nl))
+        return k3_seterr("--cost expects NAME=c1,c2,... (NAME 1..%zu printable characters, no "
+                         "spaces), got '%s'",
+                         sizeof out->name - 1, safe);
+    memcpy(out->name, arg, nl);
+    out->c[0] = 1;
+    for (const char *s = eq + 1;; s++) {
+        size_t n = strcspn(s, ",");
+        if (out->n == K3_DRAFT_MAX)
+            return k3_seterr("--cost %s: more than %d costs", out->name, K3_DRAFT_MAX);
+        if (parse_one(s, n, &out->c[out->n + 1])) {
+            k3_utf8_escape(safe, sizeof safe, s, n, K3_UTF8_CTRL);
+            return k3_seterr("--cost %s: cost %d: expected a number (costs > 0, %g..%g), got "
+                             "'%s'",
+                             out->name, out->n + 1, K3_STUDY_COST_MIN, K3_STUDY_COST_MAX, safe);
+        }
+        out->n++;
+        s += n;
+        if (!*s) return 0;
+    }
 }

@@ -14,6 +14,7 @@
 #ifndef K3_GEN_DRAFT_STUDY_H
 #define K3_GEN_DRAFT_STUDY_H
 
+#include "gen/draft.h"
 #include "gen/replay.h"
 
 #include <stddef.h>
@@ -41,5 +42,23 @@ double k3_draft_study_cost(const k3_replay_pass *r, const double *cost);
  * steps into *best. */
 double k3_draft_study_oracle(const uint8_t *depth, size_t na, int m, int kmax, const double *cost,
                              k3_replay_pass *best);
+
+/* A verify-cost table (k3 bench --cost NAME=c1,...,cn): c[k] plain steps for
+ * a verify step of k drafts, c[0] = 1. */
+typedef struct {
+    char name[24]; /* 1..23 printable ASCII characters, no spaces */
+    double c[K3_DRAFT_MAX + 1];
+    int n; /* c[1..n] given, 1 <= n <= K3_DRAFT_MAX */
+} k3_study_cost;
+
+/* Costs must lie in this range: beyond it the projections overflow or mean
+ * nothing. */
+#define K3_STUDY_COST_MIN 1e-6
+#define K3_STUDY_COST_MAX 1e6
+
+/* Parse "NAME=c1,c2,...,cn" (arg: any bytes, NUL-terminated): plain decimal
+ * numbers, no spaces, no empty item. 0, or -1 + k3_errmsg quoting the part
+ * that is wrong. */
+int k3_study_cost_parse(const char *arg, k3_study_cost *out);
 
 #endif

@@ -94,7 +94,7 @@ R=(--model "$FX" --byte-tokenizer --threads 1)
 check bench_err_replay_no_file refused "cannot open" "${R[@]}" --replay "$T/missing.jsonl"
 check bench_err_replay_bad_json refused "bad.jsonl:2:" "${R[@]}" --replay "$T/bad.jsonl"
 check bench_err_replay_answer_type refused '"answer" must be a string' "${R[@]}" --replay "$T/num.jsonl"
-check bench_err_replay_short_answer refused "fewer than 2 tokens" "${R[@]}" --replay "$T/short.jsonl"
+check bench_err_replay_short_answer refused "short.jsonl:1: \"answer\" has 1 token, a replay needs at least 2" "${R[@]}" --replay "$T/short.jsonl"
 check bench_err_replay_no_lines refused "no lines" "${R[@]}" --replay "$T/none.jsonl"
 check bench_err_replay_no_model refused "--replay needs --model DIR" --replay "$T/r.jsonl"
 check bench_err_replay_no_value refused "unknown or incomplete option '--replay'" "${R[@]}" --replay
@@ -102,3 +102,47 @@ check bench_err_replay_spec_max refused "--spec-max expects an integer 1..16" "$
 check bench_err_replay_n refused "-n expects an integer 2.." "${R[@]}" --replay "$T/r.jsonl" -n 1
 check bench_err_replay_unknown refused "unknown or incomplete option '--depth'" "${R[@]}" --replay "$T/r.jsonl" --depth 8
 check bench_err_verify_cost_empty_prompt refused "the prompt is empty" "${R[@]}" --replay "$T/empty.jsonl" --verify-cost 2 --rounds 1
+
+# --- every error of the corpus reader and the --cost parser, through the CLI ---------------
+# (each message exactly in tests/test_gen_replay_file.c; here: the exit status, 1 for a bad
+# file, 2 for a bad option, and that the message reaches stderr naming file, line and field)
+refused_rc() { # status, fixed string, bench args...
+    local want=$1 pat=$2
+    shift 2
+    local out rc
+    out=$("$K3" bench "$@" </dev/null 2>&1)
+    rc=$?
+    echo "exit $rc: $out"
+    [ $rc = "$want" ] && grep -qF -- "$pat" <<<"$out" && [ "$(wc -l <<<"$out")" = 1 ]
+}
+D=(--model "$FX" --byte-tokenizer --draft-only)
+printf '\n  \r\n' >"$T/blank.jsonl"
+printf '{"prompt": "a", "answer": "bc"}\r\n\r\n[1]\r\n' >"$T/array.jsonl"
+printf '{"answer": "bc"}\n' >"$T/noprompt.jsonl"
+printf '{"prompt": "a", "answer": "\xff"}\n' >"$T/utf8.jsonl"
+printf '{"prompt": "a", "answer": "bc", "n": 1e999}\n' >"$T/huge.jsonl"
+printf '{"prompt": "a\000", "answer": "bc"}\n' >"$T/nul.jsonl"
+printf '{"prompt": "a\\u0000b", "answer": "c\\u0000"}\n' >"$T/nulesc.jsonl"
+check bench_err_replay_blank_only refused_rc 1 "blank.jsonl: no lines" "${D[@]}" --replay "$T/blank.jsonl"
+check bench_err_replay_not_object refused_rc 1 "array.jsonl:3: a line must be a JSON object" "${D[@]}" --replay "$T/array.jsonl"
+check bench_err_replay_missing_field refused_rc 1 'noprompt.jsonl:1: missing "prompt" (a string)' "${D[@]}" --replay "$T/noprompt.jsonl"
+check bench_err_replay_bad_utf8 refused_rc 1 "utf8.jsonl:1: unable to decode byte 0xff" "${D[@]}" --replay "$T/utf8.jsonl"
+check bench_err_replay_huge_number refused_rc 1 "huge.jsonl:1: real number overflow" "${D[@]}" --replay "$T/huge.jsonl"
+check bench_err_replay_raw_nul refused_rc 1 "nul.jsonl:1: control character 0x0" "${D[@]}" --replay "$T/nul.jsonl"
+check bench_err_replay_directory refused_rc 1 "cannot read (a directory" "${D[@]}" --replay "$T"
+check bench_err_replay_missing_draft refused_rc 1 "missing.jsonl: cannot open: No such file" "${D[@]}" --replay "$T/missing.jsonl"
+check bench_err_replay_short_draft refused_rc 1 'short.jsonl:1: "answer" has 1 token' "${D[@]}" --replay "$T/short.jsonl"
+nul_escape_ok() { # \u0000 is text, a byte: strlen would make both 1 token
+    "$K3" bench "${D[@]}" --replay "$T/nulesc.jsonl" --spec-max 2 | tee /dev/stderr |
+        grep -q '^line 1: 2 answer tokens after a 3-token prompt'
+}
+check bench_replay_nul_escape nul_escape_ok
+C=("${D[@]}" --replay "$T/r.jsonl" --spec-max 2)
+check bench_err_cost_no_name refused_rc 2 "--cost expects NAME=c1,c2,... (NAME 1..23 printable" "${C[@]}" --cost =1,2
+check bench_err_cost_space_name refused_rc 2 "got 'a b=1,2'" "${C[@]}" --cost 'a b=1,2'
+check bench_err_cost_trailing_comma refused_rc 2 "--cost a: cost 3: expected a number (costs > 0, 1e-06..1e+06), got ''" "${C[@]}" --cost a=1,2,
+check bench_err_cost_inf refused_rc 2 "--cost a: cost 1: expected a number" "${C[@]}" --cost a=inf,2
+check bench_err_cost_tiny refused_rc 2 "got '1e-9'" "${C[@]}" --cost a=1,1e-9
+check bench_err_cost_17 refused_rc 2 "--cost a: more than 16 costs" "${C[@]}" --cost a=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17
+check bench_err_cost_tables refused_rc 2 "at most 4 --cost tables" "${C[@]}" --cost a=1,2 --cost b=1,2 --cost c=1,2 --cost d=1,2 --cost e=1,2
+check bench_err_cost_short_list refused_rc 1 "--cost a gives 1 costs, --spec-max 2 needs 2" "${C[@]}" --cost a=1.5
