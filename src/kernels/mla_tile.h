@@ -61,6 +61,9 @@ int k3_mla_tile_bench(int nh, int r, int rope, int64_t n, int64_t nt, int reps,
 
 #define K3_TILE_GROUP 48 /* rows scored together against a block (lanes, a multiple of 16) */
 #define K3_TILE_TOK 64   /* tokens per block */
+/* Tokens of every split: cached rows [s * K3_TILE_SPLIT, (s + 1) * K3_TILE_SPLIT)
+ * are split s, whatever the call (a multiple of K3_TILE_TOK). */
+#define K3_TILE_SPLIT 1024
 
 typedef struct {
     int g, gp;                  /* rows in use (<= K3_TILE_GROUP), lanes (g rounded up to 16) */
