@@ -13,7 +13,8 @@
  *     heads or a TP rank's 24, as a query of a 9-row verify pass, over a cache
  *     longer than its causal length, and on 1, 2 and 3 threads, for lengths
  *     around the split boundary and one cached token, f32 and bf16, ranks 256
- *     and 512.
+ *     and 512; and rows run in batches (a lowered cap on the partials) give
+ *     the bits of one batch.
  * Errors are relative to max|V| (the output is a convex combination of V). */
 #include "kernels/runtime.h"
 #include "kernels/mla_tile.h"
@@ -354,6 +355,32 @@ TEST(tile_row_is_batch_invariant) {
         }
 }
 
+/* Rows in batches (the partials' cap lowered to one group of rows, 18
+ * batches of a verify pass): the same bits as one batch, on 1 and 3 threads,
+ * in a smaller scratch. */
+TEST(tile_row_batches_change_no_bits) {
+    t_seed(46);
+    vcase v = {.r = 256, .L = 3 * K3_TILE_SPLIT + 5};
+    v.N = v.L + VT - 1;
+    v.K = rand_floats(v.N * v.r, 1), v.P = rand_floats(v.N * VP, 1);
+    v.Q = rand_floats((int64_t)VH * VT * v.r, 1), v.QP = rand_floats(VH * VT * VP, 1);
+    k3_mla_tile_args a = {.n = v.N, .nh = VH, .nt = VT, .dk = v.r, .dv = v.r, .dp = VP};
+    size_t whole = k3_mla_tile_scratch(&a);
+    float *one = vrun(&v, VH, 0, VT, 0, v.N, 1);
+    int64_t cap = k3_mla_tile_part_cap;
+    k3_mla_tile_part_cap = 1;
+    size_t batched = k3_mla_tile_scratch(&a);
+    CHECK(batched < whole / 3, "scratch %zu floats in batches, %zu in one", batched, whole);
+    for (int th = 1; th <= 3; th += 2) {
+        float *b = vrun(&v, VH, 0, VT, 0, v.N, th);
+        CHECK(!memcmp(b, one, sizeof(float) * (size_t)(VH * VT * v.r)),
+              "rows in batches differ (%d threads)", th);
+        free(b);
+    }
+    k3_mla_tile_part_cap = cap;
+    free(one), free(v.K), free(v.P), free(v.Q), free(v.QP);
+}
+
 int main(void) {
     RUN(tile_absorbed_matches_reference);
     RUN(tile_expanded_odd_widths);
@@ -361,6 +388,7 @@ int main(void) {
     RUN(tile_bf16_matches_reference);
     RUN(tile_bf16_wide_rows);
     RUN(tile_row_is_batch_invariant);
+    RUN(tile_row_batches_change_no_bits);
     if (k3_kernels_active() == K3_KERNELS_AVX512) { /* the AVX2 tiles too */
         k3_kernels_set_mode(K3_KERNELS_AVX2);
         RUN(tile_absorbed_matches_reference);

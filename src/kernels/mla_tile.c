@@ -18,14 +18,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHUNK_GROUPS 2              /* groups of a row chunk: 96 rows, a decode's heads */
-#define FEW_TASKS 8                 /* fewer (split, chunk) tasks than this: chunks of one group */
-#define PART_CAP ((int64_t)1 << 25) /* floats of partials a batch of rows may hold (128 MiB) */
+#define CHUNK_GROUPS 2 /* groups of a row chunk: 96 rows, a decode's heads */
+#define FEW_TASKS 8    /* fewer (split, chunk) tasks than this: chunks of one group */
 
 _Static_assert(K3_TILE_SPLIT % K3_TILE_TOK == 0, "a split is whole blocks");
 
+int64_t k3_mla_tile_part_cap = (int64_t)1 << 25; /* 128 MiB */
+
 /* The rows go in batches of whole chunks, one batch after the other, so that
- * a batch's partials (every split of every row) fit PART_CAP; the splits, the
+ * a batch's partials (every split of every row) fit k3_mla_tile_part_cap; the splits, the
  * groups and the blocks are the same in every batch and every call. */
 typedef struct {
     int64_t nrows, nsplit, ld;
@@ -51,7 +52,7 @@ static tile_plan make_plan(const k3_mla_tile_args *a) {
     p.nsplit = a->n > K3_TILE_SPLIT ? cdiv(a->n, K3_TILE_SPLIT) : 1;
     p.ngroup = cdiv(p.nrows, K3_TILE_GROUP);
     p.qld = (int64_t)(a->dk + a->dp) * K3_TILE_GROUP;
-    int64_t fit = PART_CAP / (p.nsplit * p.ld); /* rows whose partials fit the cap */
+    int64_t fit = k3_mla_tile_part_cap / (p.nsplit * p.ld); /* rows whose partials fit the cap */
     p.cg = CHUNK_GROUPS;
     if (p.nsplit * cdiv(p.ngroup, CHUNK_GROUPS) < FEW_TASKS || fit < CHUNK_GROUPS * K3_TILE_GROUP)
         p.cg = 1; /* more tasks for the threads, or a smaller batch (1M tokens) */

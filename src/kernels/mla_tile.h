@@ -64,6 +64,10 @@ int k3_mla_tile_bench(int nh, int r, int rope, int64_t n, int64_t nt, int reps,
 /* Tokens of every split: cached rows [s * K3_TILE_SPLIT, (s + 1) * K3_TILE_SPLIT)
  * are split s, whatever the call (a multiple of K3_TILE_TOK). */
 #define K3_TILE_SPLIT 1024
+/* Floats of partial results (each split's max, weight sum and weighted sum per
+ * row) one batch of rows may hold: more rows go in batches one after the
+ * other (2^25, 128 MiB; tests lower it to make batches). */
+extern int64_t k3_mla_tile_part_cap;
 
 typedef struct {
     int g, gp;                  /* rows in use (<= K3_TILE_GROUP), lanes (g rounded up to 16) */
