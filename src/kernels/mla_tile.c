@@ -2,12 +2,17 @@
  * scalar double reference (mla_tile.h). The block step itself is per ISA
  * (mla_tile_impl.h).
  *
- * Plan: the cache splits into ns splits of slen tokens (a multiple of the
- * block), the rows into chunks of CHUNK_ROWS and each chunk into groups of
- * K3_TILE_GROUP rows whose queries are transposed once per call; each (split,
- * chunk) task walks its split block by block and folds each block into every
- * group of its chunk while the block is hot. The plan depends on n, the row count and dv only,
- * so the bits of the output do not depend on how many threads run it. */
+ * Plan: the cache splits into splits of K3_TILE_SPLIT tokens (whole blocks),
+ * the rows into groups of K3_TILE_GROUP rows whose queries are transposed
+ * once per call, the groups into chunks of CHUNK_GROUPS (or one, where that
+ * gives the threads too few tasks); each (split, chunk) task walks its split
+ * block by block and folds each block into every group of its chunk while
+ * the block is hot. Rows that would leave more partials than
+ * k3_mla_tile_part_cap run in batches of whole chunks. None of these choices
+ * changes a row's bits: its splits and blocks are fixed by K3_TILE_SPLIT and
+ * K3_TILE_TOK, and within a block its lane's arithmetic is the same wherever
+ * it sits (mla_tile_impl.h); so the output does not depend on the row count,
+ * on n past a row's causal length, or on the threads. */
 #include "kernels/mla_tile.h"
 
 #include "base/par.h"
