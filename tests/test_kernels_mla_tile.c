@@ -8,7 +8,13 @@
  *   - 1, 2 and 3 threads bitwise equal, in the AVX-512 and the AVX2 tiles;
  *   - a bf16 cache (K16, V16, P16) against the double reference reading the
  *     same bf16 values, on the same sizes, and bitwise equal to the f32
- *     kernel over the widened values (it is that kernel on widened blocks).
+ *     kernel over the widened values (it is that kernel on widened blocks);
+ *   - batch invariance: a row's output is bitwise the same alone, among 96
+ *     heads or a TP rank's 24, as a query of a 9-row verify pass, over a cache
+ *     longer than its causal length, and on 1, 2 and 3 threads, for lengths
+ *     around the split boundary and one cached token, f32 and bf16, ranks 256
+ *     and 512; and rows run in batches (a lowered cap on the partials) give
+ *     the bits of one batch.
  * Errors are relative to max|V| (the output is a convex combination of V). */
 #include "kernels/runtime.h"
 #include "kernels/mla_tile.h"
@@ -235,18 +241,161 @@ TEST(tile_bf16_wide_rows) {
     free_case(&c);
 }
 
+/* ---- batch invariance --------------------------------------------------------- */
+
+/* One cache of N tokens (absorbed: K = V = latents of width r, shared keys of
+ * width 64, f32 or its bf16 copy) and queries Q[h][t] for 96 heads x VT
+ * positions: query t of head h attends the first L + t tokens. */
+enum { VH = 96, VT = 9, VP = 64 };
+
+typedef struct {
+    int r;
+    int64_t L, N;
+    float *K, *P, *Q, *QP;
+    uint16_t *K16, *P16; /* NULL: an f32 cache */
+} vcase;
+
+/* Rows h0 .. h0+nh-1 x queries t0 .. t0+nt-1 over the first n cached tokens,
+ * query t0 attending L + t0 of them. */
+static float *vrun(const vcase *v, int nh, int h0, int nt, int t0, int64_t n, int threads) {
+    k3_mla_tile_args a = {.K = v->K,
+                          .V = v->K,
+                          .P = v->P,
+                          .K16 = v->K16,
+                          .V16 = v->K16,
+                          .P16 = v->P16,
+                          .ldk = v->r,
+                          .ldv = v->r,
+                          .ldp = VP,
+                          .n = n,
+                          .dk = v->r,
+                          .dv = v->r,
+                          .dp = VP,
+                          .nh = nh,
+                          .nt = nt};
+    a.q = v->Q + ((int64_t)h0 * VT + t0) * v->r, a.q_h = (int64_t)VT * v->r, a.q_t = v->r;
+    a.qp = v->QP + ((int64_t)h0 * VT + t0) * VP, a.qp_h = (int64_t)VT * VP, a.qp_t = VP;
+    a.o_h = (int64_t)nt * v->r, a.o_t = v->r;
+    a.off = v->L + t0 - 1;
+    a.scale = 1.0f / sqrtf((float)(v->r + VP));
+    float *out = malloc(sizeof(float) * (size_t)(nh * nt * v->r));
+    float *scratch = aligned_alloc(64, (k3_mla_tile_scratch(&a) * sizeof(float) + 63) / 64 * 64);
+    a.out = out;
+    omp_set_num_threads(threads);
+    k3_mla_tile(&a, scratch, 0);
+    free(scratch);
+    return out;
+}
+
+/* Row (h, t) of an output of nt queries from t0 equals row (h, t) of want (a
+ * decode of query t over all 96 heads), bit for bit, for every head. */
+static int same_rows(const vcase *v, const float *got, int nt, int t0, int t, const float *want) {
+    for (int h = 0; h < VH; h++)
+        if (memcmp(got + ((int64_t)h * nt + t - t0) * v->r, want + (int64_t)h * v->r,
+                   sizeof(float) * (size_t)v->r))
+            return 0;
+    return 1;
+}
+
+/* A row's output, bitwise, whatever else the call holds: alone, among 96
+ * heads or the 24 of a TP rank, as a query of a verify pass (nt = 9, a longer
+ * cache), in a decode over a cache longer than its causal length, and on 1,
+ * 2 and 3 threads. */
+static void check_invariance(vcase *v) {
+    const char *ty = v->K16 ? "bf16" : "f32";
+    long long L = (long long)v->L;
+    float *ver[4] = {0};
+    for (int th = 1; th <= 3; th++) ver[th] = vrun(v, VH, 0, VT, 0, v->L + VT - 1, th);
+    for (int t = 0; t < VT; t += VT - 1) { /* the first and the last query of the pass */
+        int64_t len = v->L + t;
+        float *dec = vrun(v, VH, 0, 1, t, len, 1);
+        for (int th = 1; th <= 3; th++) {
+            float *d = vrun(v, VH, 0, 1, t, len, th), *lng = vrun(v, VH, 0, 1, t, v->N, th);
+            CHECK(!memcmp(d, dec, sizeof(float) * (size_t)(VH * v->r)),
+                  "%s r=%d L=%lld t=%d: decode on %d threads differs", ty, v->r, L, t, th);
+            CHECK(same_rows(v, lng, 1, t, t, dec),
+                  "%s r=%d L=%lld t=%d: decode over %lld cached tokens (%d threads) differs", ty,
+                  v->r, L, t, (long long)v->N, th);
+            CHECK(same_rows(v, ver[th], VT, 0, t, dec),
+                  "%s r=%d L=%lld: query %d of a verify pass (%d threads) differs from its decode",
+                  ty, v->r, L, t, th);
+            free(d), free(lng);
+        }
+        float *tp = vrun(v, 24, 72, 1, t, len, 2); /* heads 72..95: the last rank of TP4 */
+        CHECK(!memcmp(tp, dec + 72 * v->r, sizeof(float) * (size_t)(24 * v->r)),
+              "%s r=%d L=%lld t=%d: 24 heads differ from the same heads among 96", ty, v->r, L, t);
+        static const int alone[] = {0, 37, 95};
+        for (int k = 0; k < 3; k++) {
+            float *one = vrun(v, 1, alone[k], 1, t, len, 1);
+            CHECK(!memcmp(one, dec + alone[k] * v->r, sizeof(float) * (size_t)v->r),
+                  "%s r=%d L=%lld t=%d: head %d alone differs from it among 96", ty, v->r, L, t,
+                  alone[k]);
+            free(one);
+        }
+        free(tp), free(dec);
+    }
+    for (int th = 1; th <= 3; th++) free(ver[th]);
+}
+
+/* Cache lengths around the split boundary and a single cached token, f32 and
+ * bf16, ranks 256 and 512. */
+TEST(tile_row_is_batch_invariant) {
+    const int64_t S = K3_TILE_SPLIT, Ls[] = {1, S - 1, S, S + 1, 3 * S + 5};
+    t_seed(45);
+    for (int ri = 0; ri < 2; ri++)
+        for (size_t k = 0; k < sizeof Ls / sizeof *Ls; k++) {
+            vcase v = {.r = ri ? 512 : 256, .L = Ls[k]};
+            v.N = v.L + S + VT; /* the longer cache reaches a split past the longest query */
+            v.K = rand_floats(v.N * v.r, 1), v.P = rand_floats(v.N * VP, 1);
+            v.Q = rand_floats((int64_t)VH * VT * v.r, 1), v.QP = rand_floats(VH * VT * VP, 1);
+            check_invariance(&v);
+            v.K16 = to_bf16(v.K, v.N * v.r), v.P16 = to_bf16(v.P, v.N * VP);
+            check_invariance(&v);
+            free(v.K), free(v.P), free(v.Q), free(v.QP), free(v.K16), free(v.P16);
+        }
+}
+
+/* Rows in batches (the partials' cap lowered to one group of rows, 18
+ * batches of a verify pass): the same bits as one batch, on 1 and 3 threads,
+ * in a smaller scratch. */
+TEST(tile_row_batches_change_no_bits) {
+    t_seed(46);
+    vcase v = {.r = 256, .L = 3 * K3_TILE_SPLIT + 5};
+    v.N = v.L + VT - 1;
+    v.K = rand_floats(v.N * v.r, 1), v.P = rand_floats(v.N * VP, 1);
+    v.Q = rand_floats((int64_t)VH * VT * v.r, 1), v.QP = rand_floats(VH * VT * VP, 1);
+    k3_mla_tile_args a = {.n = v.N, .nh = VH, .nt = VT, .dk = v.r, .dv = v.r, .dp = VP};
+    size_t whole = k3_mla_tile_scratch(&a);
+    float *one = vrun(&v, VH, 0, VT, 0, v.N, 1);
+    int64_t cap = k3_mla_tile_part_cap;
+    k3_mla_tile_part_cap = 1;
+    size_t batched = k3_mla_tile_scratch(&a);
+    CHECK(batched < whole / 3, "scratch %zu floats in batches, %zu in one", batched, whole);
+    for (int th = 1; th <= 3; th += 2) {
+        float *b = vrun(&v, VH, 0, VT, 0, v.N, th);
+        CHECK(!memcmp(b, one, sizeof(float) * (size_t)(VH * VT * v.r)),
+              "rows in batches differ (%d threads)", th);
+        free(b);
+    }
+    k3_mla_tile_part_cap = cap;
+    free(one), free(v.K), free(v.P), free(v.Q), free(v.QP);
+}
+
 int main(void) {
     RUN(tile_absorbed_matches_reference);
     RUN(tile_expanded_odd_widths);
     RUN(tile_sequences_of_different_lengths);
     RUN(tile_bf16_matches_reference);
     RUN(tile_bf16_wide_rows);
+    RUN(tile_row_is_batch_invariant);
+    RUN(tile_row_batches_change_no_bits);
     if (k3_kernels_active() == K3_KERNELS_AVX512) { /* the AVX2 tiles too */
         k3_kernels_set_mode(K3_KERNELS_AVX2);
         RUN(tile_absorbed_matches_reference);
         RUN(tile_expanded_odd_widths);
         RUN(tile_bf16_matches_reference);
         RUN(tile_bf16_wide_rows);
+        RUN(tile_row_is_batch_invariant);
         k3_kernels_set_mode(K3_KERNELS_AUTO);
     }
     return t_done();

@@ -8,18 +8,22 @@
  * both K and V (dk = dv = kv_lora_rank), the expanded path one head's keys
  * and values.
  *
- * The cache is cut into splits of a length fixed by n and the row count
- * (never by the thread count); a split is walked in blocks of K3_TILE_TOK
- * tokens, and each block is scored against every row of a chunk of rows
- * while it sits in cache, so a step reads the cache once per row chunk, not
- * once per row. The rows' queries are transposed once per call, so that a
- * group of rows fills the lanes of a vector and each cached value is
- * broadcast against it (a small matrix product per block, no horizontal
- * sums). Splits and row chunks are the tasks the threads share
- * (flash-decoding); each split leaves a partial (max, sum, weighted sum) per
- * row and the splits merge in split order. Every task runs the same
- * instructions whichever thread takes it, so the output is bitwise that of
- * one thread. */
+ * The cache is cut into splits of K3_TILE_SPLIT tokens, the same in every
+ * call; a split is walked in blocks of K3_TILE_TOK tokens, and each block is
+ * scored against every row of a chunk of rows while it sits in cache, so a
+ * step reads the cache once per row chunk, not once per row. The rows'
+ * queries are transposed once per call, so that a group of rows fills the
+ * lanes of a vector and each cached value is broadcast against it (a small
+ * matrix product per block, no horizontal sums). Splits and row chunks are
+ * the tasks the threads share (flash-decoding); each split leaves a partial
+ * (max, sum, weighted sum) per row and a row's splits (those below its causal
+ * length) merge in split order.
+ *
+ * Batch invariance: a row's arithmetic depends on its query, the cache and
+ * its causal length only, never on the rows beside it (heads, queries of a
+ * verify pass or prefill chunk, TP's share of heads), on n past its length,
+ * on its group, lane or chunk, or on the threads. So a row's output is bitwise
+ * the same alone, in a decode of 96 heads and in a speculative verify pass. */
 #ifndef K3_KERNELS_MLA_TILE_H
 #define K3_KERNELS_MLA_TILE_H
 
@@ -61,6 +65,13 @@ int k3_mla_tile_bench(int nh, int r, int rope, int64_t n, int64_t nt, int reps,
 
 #define K3_TILE_GROUP 48 /* rows scored together against a block (lanes, a multiple of 16) */
 #define K3_TILE_TOK 64   /* tokens per block */
+/* Tokens of every split: cached rows [s * K3_TILE_SPLIT, (s + 1) * K3_TILE_SPLIT)
+ * are split s, whatever the call (a multiple of K3_TILE_TOK). */
+#define K3_TILE_SPLIT 1024
+/* Floats of partial results (each split's max, weight sum and weighted sum per
+ * row) one batch of rows may hold: more rows go in batches one after the
+ * other (2^25, 128 MiB; tests lower it to make batches). */
+extern int64_t k3_mla_tile_part_cap;
 
 typedef struct {
     int g, gp;                  /* rows in use (<= K3_TILE_GROUP), lanes (g rounded up to 16) */

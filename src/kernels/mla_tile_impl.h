@@ -18,7 +18,11 @@
  * vectors of the cached row. Every lane's (row's) numbers come from the same
  * instructions wherever it sits (padding rows and tokens repeat or zero a real
  * one and are discarded), so a row's result depends on its data and the block
- * bounds only. */
+ * bounds only. Tokens past a row's length score -inf and weigh exactly 0, and
+ * a block wholly past it (taken because another row of the group reaches it)
+ * scales the row's sums by exp(0) = 1 and adds 0 to them: its sums stay
+ * bitwise as they were (the cached values being finite), so the bounds of
+ * blocks past a row's length do not matter either. */
 #include "kernels/mla_tile.h"
 #include "kernels/vmath.h"
 
