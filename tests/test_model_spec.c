@@ -25,6 +25,7 @@
  * chunk gives the logits of a verify pass alone, and commits the same. */
 #include "gen/draft_study.h"
 #include "gen/generate.h"
+#include "gen/spec.h"
 #include "k3.h"
 #include "t.h"
 #include "text/tokenizer.h"
@@ -229,9 +230,12 @@ TEST(draft_study_counts_what_a_replay_pass_counts) {
         k3_model_free(m);
         return;
     }
-    CHECK(!k3_replay_pass_run(m, start, prompt, NPR, answer, NA, 8, 0, &run), "%s", k3_errmsg());
+    CHECK(!k3_replay_pass_run(m, start, prompt, NPR, answer, NA, 8, NULL, 0, &run), "%s",
+          k3_errmsg());
     k3_seq_free(start);
-    k3_draft_study_run(prompt, NPR, answer, NA, 8, &study);
+    double cost[K3_DRAFT_MAX + 1]; /* the study weighs the costs the pass did */
+    k3_spec_cost_default(m, cost);
+    k3_draft_study_run(prompt, NPR, answer, NA, 8, cost, &study);
     CHECK(study.steps == run.steps && study.verify_steps == run.verify_steps,
           "steps %lld/%lld, verify %lld/%lld", (long long)study.steps, (long long)run.steps,
           (long long)study.verify_steps, (long long)run.verify_steps);

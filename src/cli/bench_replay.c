@@ -29,8 +29,9 @@
 typedef struct {
     const char *model, *file;
     long spec_max, n, threads, verify_k, rounds;
-    int json, draft_only, ncost;
+    int json, draft_only, ncost, has_spec_cost;
     k3_study_cost cost[K3_STUDY_COSTS];
+    k3_study_cost spec_cost; /* --spec-cost: the drafter's verify costs (else the model's) */
 } replay_args;
 
 typedef k3_replay_text replay_line;
@@ -51,6 +52,18 @@ static int want_long(const char *opt, const char *v, long lo, long hi, long *out
     }
     *out = x;
     return 0;
+}
+
+/* --spec-cost c1,c2,...: the cost table the drafter weighs, in the form
+ * --cost takes without its name. */
+static int spec_cost_parse(const char *v, replay_args *a) {
+    size_t n = strlen(v) + 16;
+    char *named = k3_xmalloc(n);
+    snprintf(named, n, "spec-cost=%s", v);
+    int rc = k3_study_cost_parse(named, &a->spec_cost);
+    free(named);
+    a->has_spec_cost = !rc;
+    return rc;
 }
 
 static int parse(int argc, char **argv, replay_args *a) {
@@ -76,6 +89,8 @@ static int parse(int argc, char **argv, replay_args *a) {
             a->json = 1, val = 0;
         else if (!strcmp(o, "--draft-only"))
             a->draft_only = 1, val = 0;
+        else if (!strcmp(o, "--spec-cost") && v)
+            rc = spec_cost_parse(v, a);
         else if (!strcmp(o, "--cost") && v && a->ncost < K3_STUDY_COSTS)
             rc = k3_study_cost_parse(v, &a->cost[a->ncost++]);
         else {
@@ -88,6 +103,10 @@ static int parse(int argc, char **argv, replay_args *a) {
     if (!a->model) return fprintf(stderr, "k3 bench: --replay needs --model DIR\n"), -1;
     if (!a->file && !a->verify_k)
         return fprintf(stderr, "k3 bench: --replay needs a FILE.jsonl\n"), -1;
+    if (a->has_spec_cost && a->spec_cost.n < a->spec_max)
+        return fprintf(stderr, "k3 bench: --spec-cost gives %d costs, --spec-max %ld needs %ld\n",
+                       a->spec_cost.n, a->spec_max, a->spec_max),
+               -1;
     if (a->draft_only && (!a->file || a->verify_k || a->json))
         return fprintf(stderr, "k3 bench: --draft-only takes --replay FILE, without "
                                "--verify-cost or --json\n"),
@@ -185,7 +204,8 @@ static int run_replay(const replay_args *a, k3_model *m, replay_line *L, int n) 
                "by CPU time: speedup verify\n");
     for (int i = 0; i < n; i++) {
         k3_replay_line r;
-        if (k3_replay_line_run(m, L[i].p, L[i].np, L[i].a, L[i].na, (int)a->spec_max, 0, &r))
+        if (k3_replay_line_run(m, L[i].p, L[i].np, L[i].a, L[i].na, (int)a->spec_max,
+                               a->has_spec_cost ? a->spec_cost.c : NULL, 0, &r))
             return -1;
         add(&tp, &r.plain), add(&ts, &r.spec);
         pre_s += r.prefill_s, pre_cpu += r.prefill_cpu_s;

@@ -45,6 +45,22 @@ typedef struct k3_spec {
 /* kmax 0: plain decoding through the same loop. */
 k3_spec *k3_spec_new(int kmax, int vocab);
 void k3_spec_free(k3_spec *sp);
+/* The verify costs the drafter weighs (k3_drafter_set_cost): cost[k] for
+ * k = 0..K3_DRAFT_MAX in plain steps; NULL: the drafter's default. */
+void k3_spec_set_cost(k3_spec *sp, const double *cost);
+
+/* A model's default cost table, deterministic (never timed): a verify step
+ * of k drafts reads the weights of its 1 + k tokens (the dense ones once,
+ * the union of the routed experts they pick: k3_replay_step_bytes) and adds
+ * K3_SPEC_ROW_COST of a plain step per draft for the rows' compute.
+ * The constant is the bench preset's at 1 thread on this VM, `k3 bench
+ * --verify-cost 8` (bench/RESULTS.md): CPU cost minus bytes, per draft,
+ * 0.27-0.46, median 0.35. The real slice at 2 threads measured 0.04-0.10,
+ * so there the default drafts less than it could (never more): pass the
+ * measured table (`--spec-cost`) to use it fully. */
+#define K3_SPEC_ROW_COST 0.35
+void k3_spec_cost_default(const k3_model *m, double *cost);
+
 /* A token of the sequence's context (prompt, and the first sampled token). */
 void k3_spec_push(k3_spec *sp, int32_t id);
 
