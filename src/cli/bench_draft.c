@@ -5,7 +5,7 @@
  * speedup both would give under measured verify costs (a verify step of k
  * drafts costs c_k plain steps). The drafter chooses how many drafts to send
  * by the verify costs it is given (gen/draft.h), so it runs once with its
- * default table (the counts printed) and once per --cost table (the
+ * default table or --spec-cost's (the counts printed) and once per --cost table (the
  * speedup under that table). */
 #include "cli/bench_draft.h"
 
@@ -88,10 +88,10 @@ static void print_costs(const study *s, const k3_study_cost *costs, int ncost) {
 }
 
 /* One line's study into *s; kmax <= every table's length (checked). */
-static void study_line(const k3_replay_text *l, int kmax, const k3_study_cost *costs, int ncost,
-                       study *s) {
+static void study_line(const k3_replay_text *l, int kmax, const double *spec_cost,
+                       const k3_study_cost *costs, int ncost, study *s) {
     memset(s, 0, sizeof *s);
-    k3_draft_study_run(l->p, l->np, l->a, l->na, kmax, NULL, &s->run);
+    k3_draft_study_run(l->p, l->np, l->a, l->na, kmax, spec_cost, &s->run);
     uint8_t *depth = k3_xmalloc(l->na);
     k3_draft_study_depth(l->p, l->np, l->a, l->na, depth);
     for (size_t i = 1; i < l->na; i++)
@@ -129,8 +129,8 @@ static void print_study(const char *title, const study *s, const k3_study_cost *
     if (ncost) print_costs(s, costs, ncost);
 }
 
-int k3_bench_draft_study(const k3_replay_text *L, int n, int kmax, const k3_study_cost *costs,
-                         int ncost) {
+int k3_bench_draft_study(const k3_replay_text *L, int n, int kmax, const double *spec_cost,
+                         const k3_study_cost *costs, int ncost) {
     for (int c = 0; c < ncost; c++)
         if (costs[c].n < kmax)
             return fprintf(stderr, "k3 bench: --cost %s gives %d costs, --spec-max %d needs %d\n",
@@ -139,7 +139,7 @@ int k3_bench_draft_study(const k3_replay_text *L, int n, int kmax, const k3_stud
     study total = {0};
     for (int i = 0; i < n; i++) {
         study s;
-        study_line(&L[i], kmax, costs, ncost, &s);
+        study_line(&L[i], kmax, spec_cost, costs, ncost, &s);
         char title[96];
         snprintf(title, sizeof title, "line %d: %zu answer tokens after a %zu-token prompt", i + 1,
                  L[i].na, L[i].np);

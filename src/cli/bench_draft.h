@@ -17,8 +17,9 @@ typedef struct {
 
 /* "NAME=c1,c2,...,cn" (n >= 1, each > 0). 0, or -1 with a message. */
 int k3_study_cost_parse(const char *arg, k3_study_cost *out);
-/* Print the study of n lines at spec-max kmax, projected through costs. */
-int k3_bench_draft_study(const k3_replay_text *L, int n, int kmax, const k3_study_cost *costs,
-                         int ncost);
+/* Print the study of n lines at spec-max kmax (the drafter weighing
+ * spec_cost, NULL: its default), projected through costs. */
+int k3_bench_draft_study(const k3_replay_text *L, int n, int kmax, const double *spec_cost,
+                         const k3_study_cost *costs, int ncost);
 
 #endif

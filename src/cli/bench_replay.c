@@ -273,7 +273,9 @@ static int draft_only(const replay_args *a) {
     k3_tokenizer *tok = k3_tok_for_model(a->model);
     int n = 0;
     replay_line *L = tok ? load_lines(a, tok, &n) : NULL;
-    int rc = !L || k3_bench_draft_study(L, n, (int)a->spec_max, a->cost, a->ncost);
+    int rc =
+        !L || k3_bench_draft_study(L, n, (int)a->spec_max, a->has_spec_cost ? a->spec_cost.c : NULL,
+                                   a->cost, a->ncost);
     if (!L) fprintf(stderr, "k3 bench: %s\n", k3_errmsg());
     for (int i = 0; i < n; i++) free(L[i].p), free(L[i].a);
     free(L);
