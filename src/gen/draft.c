@@ -315,7 +315,8 @@ int k3_drafter_propose(k3_drafter *d, int32_t *out) {
 
 void k3_drafter_set_cost(k3_drafter *d, const double *cost) {
     d->cost[0] = 1;
-    for (int k = 1; k <= K3_DRAFT_MAX; k++) d->cost[k] = cost ? cost[k] : 1 + K3_DRAFT_ROW_COST * k;
+    for (int k = 1; k <= K3_DRAFT_MAX; k++)
+        d->cost[k] = cost ? cost[k] : K3_DRAFT_STEP_COST + K3_DRAFT_ROW_COST * k;
 }
 
 int k3_draft_choose(const double *keep, int n, const double *cost) {

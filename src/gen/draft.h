@@ -42,10 +42,12 @@
 #define K3_DRAFT_CHAIN 8
 #define K3_DRAFT_MATCH_MAX 64
 /* The cost table of a drafter nobody gave one: a verify step of k drafts
- * costs 1 + K3_DRAFT_ROW_COST x k plain steps (the bench preset at 1 thread,
- * `k3 bench --verify-cost`, bench/RESULTS.md: 1.66 2.07 2.55 3.16 ... 4.84
- * for k = 1..8). A model's own table: k3_spec_cost_default (gen/spec.h). */
-#define K3_DRAFT_ROW_COST 0.5
+ * costs K3_DRAFT_STEP_COST + K3_DRAFT_ROW_COST x k plain steps (the bench
+ * preset at 1 thread, `k3 bench --verify-cost`, bench/RESULTS.md: 2.09 2.22
+ * 2.73 ... 4.73 for k = 1..8). A model's own table: k3_spec_cost_default
+ * (gen/spec.h). */
+#define K3_DRAFT_STEP_COST 1.5
+#define K3_DRAFT_ROW_COST 0.4
 
 typedef struct k3_drafter k3_drafter;
 
@@ -62,7 +64,7 @@ int k3_drafter_propose(k3_drafter *d, int32_t *out);
  * studies of the matching; it changes the drafter as propose does). */
 int k3_drafter_candidates(k3_drafter *d, int32_t *out);
 /* cost[k] for k = 0..K3_DRAFT_MAX (cost[0] is taken as 1), copied; NULL:
- * the default, 1 + K3_DRAFT_ROW_COST x k. */
+ * the default, K3_DRAFT_STEP_COST + K3_DRAFT_ROW_COST x k. */
 void k3_drafter_set_cost(k3_drafter *d, const double *cost);
 /* The choice rule: with keep[j] the chance that draft j is kept when the
  * drafts before it were (j < n) and cost[0..n], the k in 0..n that

@@ -32,7 +32,7 @@ void k3_spec_cost_default(const k3_model *m, double *cost) {
     double plain = k3_replay_step_bytes(m, 1);
     cost[0] = 1;
     for (int k = 1; k <= K3_DRAFT_MAX; k++)
-        cost[k] = k3_replay_step_bytes(m, 1 + k) / plain + K3_SPEC_ROW_COST * k;
+        cost[k] = k3_replay_step_bytes(m, 1 + k) / plain + K3_SPEC_STEP_COST + K3_SPEC_ROW_COST * k;
 }
 
 void k3_spec_push(k3_spec *sp, int32_t id) {

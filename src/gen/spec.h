@@ -51,14 +51,18 @@ void k3_spec_set_cost(k3_spec *sp, const double *cost);
 
 /* A model's default cost table, deterministic (never timed): a verify step
  * of k drafts reads the weights of its 1 + k tokens (the dense ones once,
- * the union of the routed experts they pick: k3_replay_step_bytes) and adds
- * K3_SPEC_ROW_COST of a plain step per draft for the rows' compute.
- * The constant is the bench preset's at 1 thread on this VM, `k3 bench
- * --verify-cost 8` (bench/RESULTS.md): CPU cost minus bytes, per draft,
- * 0.27-0.46, median 0.35. The real slice at 2 threads measured 0.04-0.10,
- * so there the default drafts less than it could (never more): pass the
- * measured table (`--spec-cost`) to use it fully. */
-#define K3_SPEC_ROW_COST 0.35
+ * the union of the routed experts they pick: k3_replay_step_bytes, over a
+ * plain step's), plus K3_SPEC_STEP_COST of a plain step for taking the
+ * verify path at all and K3_SPEC_ROW_COST per draft for the rows' compute.
+ * Both constants are the bench preset's at 1 thread on this VM
+ * (bench/RESULTS.md): `k3 bench --verify-cost 8` gave 2.09 2.22 2.73 3.31
+ * 3.83 3.69 4.32 4.73 for k = 1..8 (wall; bytes 1.20 .. 2.05), and replay
+ * passes whose verify steps were mostly of one draft measured 1.93-2.0 CPU.
+ * The real slice at 2 threads measured 1.09-1.18 for one draft and 0.04-0.10
+ * per draft beyond its bytes, so there the default drafts less than it could
+ * (never more): pass the measured table (`--spec-cost`) to use it fully. */
+#define K3_SPEC_STEP_COST 0.4
+#define K3_SPEC_ROW_COST 0.3
 void k3_spec_cost_default(const k3_model *m, double *cost);
 
 /* A token of the sequence's context (prompt, and the first sampled token). */
