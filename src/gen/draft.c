@@ -21,7 +21,7 @@ static const int NS[] = {6, 4, 3};
 #define DECAY (15.0 / 16)
 #define PRIOR_N 2.0
 static const int bucket_min[BUCKETS] = {0, 4, 6, 8, 12, 16, 32, 64};
-static const double prior_keep[BUCKETS] = {0.35, 0.45, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8};
+static const double prior_keep[BUCKETS] = {0.35, 0.45, 0.6, 0.7, 0.8, 0.85, 0.9, 0.9};
 
 /* A long copy that breaks off may go on after a few tokens that differ (a
  * newline quoted as \n, a renamed word): RESYNC_AGE tokens after the break,
