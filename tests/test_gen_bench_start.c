@@ -41,7 +41,7 @@ static void fresh_pass(k3_model *m, const int32_t *p, const int32_t *a, int spec
     k3_seq *s = k3_replay_prefill(m, p, NP);
     CHECK(s != NULL, "%s", k3_errmsg());
     if (!s) return;
-    CHECK(!k3_replay_pass_run(m, s, p, NP, a, NA, spec, 1, r), "%s", k3_errmsg());
+    CHECK(!k3_replay_pass_run(m, s, p, NP, a, NA, spec, NULL, 1, r), "%s", k3_errmsg());
     CHECK(k3_seq_len(s) == NP, "the start grew to %lld", (long long)k3_seq_len(s));
     k3_seq_free(s);
 }
@@ -61,7 +61,7 @@ static void replay_case(const char *dir) {
     fresh_pass(m, p, a, 0, &plain);
     fresh_pass(m, p, a, SPEC, &spec);
     k3_replay_line line;
-    CHECK(!k3_replay_line_run(m, p, NP, a, NA, SPEC, 1, &line), "%s", k3_errmsg());
+    CHECK(!k3_replay_line_run(m, p, NP, a, NA, SPEC, NULL, 1, &line), "%s", k3_errmsg());
     CHECK(line.plain.digest == plain.digest,
           "%s: plain pass from the shared prefill %016llx, "
           "from its own %016llx",
@@ -75,9 +75,11 @@ static void replay_case(const char *dir) {
 
     /* two passes from one start see the same logits */
     k3_seq *s = k3_replay_prefill(m, p, NP);
-    CHECK(!k3_replay_pass_run(m, s, p, NP, a, NA, 0, 1, &again) && again.digest == plain.digest);
-    CHECK(!k3_replay_pass_run(m, s, p, NP, a, NA, 0, 1, &again) && again.digest == plain.digest);
-    CHECK(k3_replay_pass_run(m, s, p, NP - 1, a, NA, 0, 1, &again) == -1,
+    CHECK(!k3_replay_pass_run(m, s, p, NP, a, NA, 0, NULL, 1, &again) &&
+          again.digest == plain.digest);
+    CHECK(!k3_replay_pass_run(m, s, p, NP, a, NA, 0, NULL, 1, &again) &&
+          again.digest == plain.digest);
+    CHECK(k3_replay_pass_run(m, s, p, NP - 1, a, NA, 0, NULL, 1, &again) == -1,
           "a start that read another prompt length is refused");
     k3_seq_free(s);
 

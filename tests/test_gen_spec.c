@@ -3,10 +3,10 @@
  * agrees furthest back, a long copy resumed after a few tokens that differ,
  * a substitution seen twice applied to the copy), its index on
  * adversarial input (one token repeated 100k times, 100k distinct tokens, runs of one token between
- * distinct ones: entries, probes and bytes stay linear in the tokens; counted, not timed), its
- * fallback to plain decoding while drafts miss, the acceptance study's depths and best drafter on a
- * copied answer, and the sampling rule: for every draft x the computed distribution p(x)[t = x] +
- * (1 - p(x)) r(t) equals the target p exactly. */
+ * distinct ones: entries, probes and bytes stay linear in the tokens; counted, not timed), the
+ * choice of how many drafts to send by verify cost and acceptance (none while drafts miss), the
+ * acceptance study's depths and best drafter on a copied answer, and the sampling rule: for every
+ * draft x the computed distribution p(x)[t = x] + (1 - p(x)) r(t) equals the target p exactly. */
 #include "t.h"
 
 #include "gen/draft.h"
@@ -19,7 +19,7 @@ TEST(proposes_what_followed_the_longest_match) {
     const int32_t seq[] = {1, 2, 3, 4, 5, 6, 7, 9, 2, 3, 8, 1, 2, 3};
     for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++) k3_drafter_push(d, seq[i]);
     int32_t out[16];
-    int k = k3_drafter_propose(d, out);
+    int k = k3_drafter_candidates(d, out);
     CHECK(k == 4, "k %d", k);
     /* suffix 1 2 3 occurred at the start (the 3-gram), not 9 2 3 -> 8 (the 2-gram) */
     CHECK(out[0] == 4 && out[1] == 5 && out[2] == 6 && out[3] == 7, "%d %d %d %d", out[0], out[1],
@@ -32,8 +32,7 @@ TEST(a_repeat_reaching_the_present_continues_with_its_period) {
     const int32_t seq[] = {4, 5, 4, 5, 4};
     for (int i = 0; i < 5; i++) k3_drafter_push(d, seq[i]);
     int32_t out[16];
-    k3_drafter_result(d, 4, 4); /* budget 4 -> 8 */
-    int k = k3_drafter_propose(d, out);
+    int k = k3_drafter_candidates(d, out);
     CHECK(k == 8, "k %d", k);
     for (int j = 0; j < k; j++) CHECK(out[j] == (j % 2 ? 4 : 5), "draft %d is %d", j, out[j]);
     k3_drafter_free(d);
@@ -48,7 +47,7 @@ TEST(copies_from_the_occurrence_whose_context_agrees_furthest_back) {
                            5,  4, 3, 2, 200, 201, 50, 9, 8, 7,   6,   5,  4, 3, 2};
     for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++) k3_drafter_push(d, seq[i]);
     int32_t out[16];
-    int k = k3_drafter_propose(d, out);
+    int k = k3_drafter_candidates(d, out);
     CHECK(k >= 2 && out[0] == 100 && out[1] == 101, "k %d: %d %d", k, out[0], out[1]);
     k3_drafter_free(d);
 }
@@ -58,10 +57,10 @@ TEST(a_long_copy_resumes_after_a_few_tokens_that_differ) {
     for (int i = 0; i < 30; i++) k3_drafter_push(d, 100 + i);
     int32_t out[16];
     for (int i = 0; i < 18; i++) /* a copy of 18 tokens, followed by proposals */
-        k3_drafter_push(d, 100 + i), k3_drafter_propose(d, out);
+        k3_drafter_push(d, 100 + i), k3_drafter_candidates(d, out);
     const int32_t quoted[] = {900, 901, 119}; /* 118 written as two other tokens */
     for (int i = 0; i < 3; i++) k3_drafter_push(d, quoted[i]);
-    int k = k3_drafter_propose(d, out); /* no n-gram ends in 900 901 119 */
+    int k = k3_drafter_candidates(d, out); /* no n-gram ends in 900 901 119 */
     CHECK(k >= 2 && out[0] == 120 && out[1] == 121, "k %d: %d %d", k, out[0], out[1]);
     k3_drafter_free(d);
 }
@@ -75,12 +74,12 @@ TEST(a_copy_applies_a_substitution_seen_twice) {
     for (int i = 0; i < 100; i++) k3_drafter_push(d, src[i]);
     for (int i = 0; i < 58; i++) { /* the copy up to src[58], proposing after each token */
         if (src[i] == 7)
-            k3_drafter_push(d, 900), k3_drafter_propose(d, out), k3_drafter_push(d, 901);
+            k3_drafter_push(d, 900), k3_drafter_candidates(d, out), k3_drafter_push(d, 901);
         else
             k3_drafter_push(d, src[i]);
-        k3_drafter_propose(d, out);
+        k3_drafter_candidates(d, out);
     }
-    int k = k3_drafter_propose(d, out); /* src[58] src[59], then 7 written as 900 901 */
+    int k = k3_drafter_candidates(d, out); /* src[58] src[59], then 7 written as 900 901 */
     CHECK(k == 4 && out[0] == 158 && out[1] == 159 && out[2] == 900 && out[3] == 901,
           "k %d: %d %d %d %d", k, out[0], out[1], out[2], out[3]);
     k3_drafter_free(d);
@@ -101,8 +100,7 @@ static void adversarial(int32_t (*gen)(int), const char *name) {
     int32_t out[16];
     for (int i = 0; i < N; i++) {
         k3_drafter_push(d, gen(i));
-        int k = k3_drafter_propose(d, out);
-        if (k) k3_drafter_result(d, k, k);
+        k3_drafter_propose(d, out);
     }
     k3_drafter_counts c = k3_drafter_count(d);
     printf("  %s: %lld tokens, %lld entries, %lld probes, %zu bytes\n", name, (long long)c.tokens,
@@ -139,23 +137,81 @@ TEST(index_is_linear_on_adversarial_input) {
     adversarial(runs, "runs of one token");
 }
 
-TEST(misses_fall_back_to_plain_decoding_with_probes) {
-    k3_drafter *d = k3_drafter_new(8);
-    for (int i = 0; i < 8; i++) k3_drafter_push(d, i % 2); /* 0 1 0 1 ...: always a match */
-    int32_t out[16];
-    int plain = 0, probes = 0;
-    for (int step = 0; step < 1000; step++) {
-        int k = k3_drafter_propose(d, out);
-        if (!k)
-            plain++;
-        else {
-            probes++;
-            CHECK(step < 1 || k == 1, "after a miss a probe drafts one token, got %d", k);
-            k3_drafter_result(d, k, 0);
-        }
+/* The choice rule on given chances and costs (gen/draft.h). */
+TEST(choice_rule_picks_the_most_tokens_per_cost) {
+    double half[K3_DRAFT_MAX + 1], free_verify[K3_DRAFT_MAX + 1], keep[K3_DRAFT_MAX];
+    for (int k = 0; k <= K3_DRAFT_MAX; k++) half[k] = 1 + 0.5 * k, free_verify[k] = 1;
+    for (int j = 0; j < K3_DRAFT_MAX; j++) keep[j] = 0.9;
+    /* (1 + .9 + .81 + .729) / 2.5 = 1.372 beats k = 2 (1.355) and k = 4 (1.365) */
+    CHECK(k3_draft_choose(keep, 4, half) == 3, "k %d", k3_draft_choose(keep, 4, half));
+    CHECK(k3_draft_choose(keep, 2, half) == 2, "only two candidates");
+    CHECK(k3_draft_choose(keep, 0, half) == 0, "no candidate");
+    CHECK(k3_draft_choose(keep, 16, free_verify) == 16, "free verify sends every candidate");
+    for (int j = 0; j < K3_DRAFT_MAX; j++) keep[j] = 0.4;
+    CHECK(k3_draft_choose(keep, 16, half) == 0, "kept 40%%: no k beats a plain step");
+    keep[0] = 0.5;
+    CHECK(k3_draft_choose(keep, 1, half) == 0, "1.5 tokens for 1.5 steps only ties plain");
+    keep[0] = 1, keep[1] = 0;
+    CHECK(k3_draft_choose(keep, 2, half) == 1, "a draft sure to miss is not sent");
+}
+
+/* Push tokens gen(0..n), proposing after each; the verify steps (k > 0)
+ * from step `from` on, and the last k. */
+static int steps_drafting(k3_drafter *d, int32_t (*gen)(int), int n, int from, int *last) {
+    int32_t out[K3_DRAFT_MAX];
+    int verify = 0;
+    for (int i = 0; i < n; i++) {
+        k3_drafter_push(d, gen(i));
+        *last = k3_drafter_propose(d, out);
+        verify += i >= from && *last > 0;
     }
-    CHECK(probes < 25, "%d verify steps of 1000 while every draft misses", probes);
-    CHECK(plain + probes == 1000);
+    return verify;
+}
+
+static int32_t period10(int i) {
+    return 500 + i % 10;
+}
+
+/* A pseudo-random walk over 3 tokens: short matches everywhere, their
+ * continuations right about a third of the time. */
+static int32_t three(int i) {
+    uint64_t z = (uint64_t)i * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return (int32_t)((z ^ (z >> 31)) % 3);
+}
+
+/* The same history, three cost tables, three choices: a copy whose drafts
+ * were all kept sends every candidate when verifying is free, the most
+ * tokens per cost at the default, and nothing when a draft costs two steps. */
+TEST(the_chosen_k_follows_the_cost_table_and_the_history) {
+    double free_verify[K3_DRAFT_MAX + 1], dear[K3_DRAFT_MAX + 1];
+    for (int k = 0; k <= K3_DRAFT_MAX; k++) free_verify[k] = 1, dear[k] = 1 + 2 * k;
+    const double *tables[3] = {free_verify, NULL, dear};
+    int want[3] = {8, 8, 0}, last;
+    for (int t = 0; t < 3; t++) {
+        k3_drafter *d = k3_drafter_new(8);
+        k3_drafter_set_cost(d, tables[t]);
+        steps_drafting(d, period10, 200, 0, &last);
+        CHECK(last == want[t], "table %d: k %d, want %d", t, last, want[t]);
+        k3_drafter_free(d);
+    }
+    /* drafts that keep missing are rarely sent, though every step has
+       candidates: only where a longer match than usual (a bucket seen
+       little, still near its prior) makes one look worth it */
+    k3_drafter *d = k3_drafter_new(8);
+    int32_t out[K3_DRAFT_MAX];
+    int verify = steps_drafting(d, three, 1000, 32, &last), cands = k3_drafter_candidates(d, out);
+    printf("  3-token walk: %d verify steps in 968 tokens\n", verify);
+    CHECK(verify < 10 && cands > 0, "%d verify steps in 968 tokens kept a third of the time; %d",
+          verify, cands);
+    /* the same drafter, now in a long copy: it learns from the candidates it
+       did not send and drafts again */
+    for (int i = 0; i < 100; i++) {
+        k3_drafter_push(d, period10(i));
+        last = k3_drafter_propose(d, out);
+    }
+    CHECK(last >= 4, "after 100 tokens of a copy, k %d", last);
     k3_drafter_free(d);
 }
 
@@ -180,7 +236,7 @@ TEST(study_depth_and_the_best_drafter_on_a_copied_answer) {
     c = k3_draft_study_oracle(depth, 10, 1, 8, dear, &best);
     CHECK(c == 9 && best.verify_steps == 0, "dear verify: cost %g", c);
     k3_replay_pass run;
-    k3_draft_study_run(prompt, 10, answer, 10, 8, &run);
+    k3_draft_study_run(prompt, 10, answer, 10, 8, NULL, &run);
     CHECK(run.tokens == 9 && run.accepted <= run.drafted);
     CHECK(k3_draft_study_cost(&run, free_verify) == (double)run.steps);
 }
@@ -238,7 +294,8 @@ int main(void) {
     RUN(nothing_to_propose_without_a_match);
     RUN(study_depth_and_the_best_drafter_on_a_copied_answer);
     RUN(index_is_linear_on_adversarial_input);
-    RUN(misses_fall_back_to_plain_decoding_with_probes);
+    RUN(choice_rule_picks_the_most_tokens_per_cost);
+    RUN(the_chosen_k_follows_the_cost_table_and_the_history);
     RUN(sampling_rule_keeps_the_target_distribution);
     RUN(sampling_rule_takes_a_sure_draft_and_never_an_impossible_one);
     return t_done();

@@ -25,6 +25,7 @@
  * chunk gives the logits of a verify pass alone, and commits the same. */
 #include "gen/draft_study.h"
 #include "gen/generate.h"
+#include "gen/spec.h"
 #include "k3.h"
 #include "t.h"
 #include "text/tokenizer.h"
@@ -111,9 +112,12 @@ typedef struct {
 } run_out;
 
 /* Greedy generation; ctx (n_ctx ids) is what the drafter saw before the prompt. */
+static const double *gen_cost; /* the drafter's verify costs (NULL: the model's) */
+
 static run_out gen(k3_model *m, const k3_tokenizer *tok, const int32_t *p, int n, int spec,
                    int reject_at, int max_tokens, const int32_t *ctx, int n_ctx) {
     k3_gen_params gp = {.sp = k3_sampler_defaults(), .max_tokens = max_tokens};
+    gp.spec_cost = gen_cost;
     gp.spec_max = spec, gp.spec_reject_at = reject_at;
     gp.draft_context = ctx, gp.n_draft_context = (size_t)n_ctx;
     k3_gen_stats st;
@@ -170,6 +174,19 @@ static void greedy(k3_model *m, const char *dir) {
             for (int r = 1; every == 3 && r <= 8; r++) { /* a rejection forced at row r - 1 */
                 run_out rj = gen(m, tok, prompts[w], 40, 8, r, 60, ctx, nc);
                 same_ids(&ref, &rj, "forced rejection");
+            }
+            if (every == 5) { /* however many drafts the cost table sends */
+                double free_verify[K3_DRAFT_MAX + 1], dear[K3_DRAFT_MAX + 1];
+                for (int k = 0; k <= K3_DRAFT_MAX; k++) free_verify[k] = 1, dear[k] = 1 + 2 * k;
+                gen_cost = free_verify;
+                run_out f = gen(m, tok, prompts[w], 40, 8, 0, 60, ctx, nc);
+                gen_cost = dear;
+                run_out d = gen(m, tok, prompts[w], 40, 8, 0, 60, ctx, nc);
+                gen_cost = NULL;
+                same_ids(&ref, &f, "free verify"), same_ids(&ref, &d, "dear verify");
+                CHECK(f.drafted >= c.drafted && f.accepted > 0 && d.drafted == 0,
+                      "%s: drafted free %lld, model's %lld, dear %lld", what, (long long)f.drafted,
+                      (long long)c.drafted, (long long)d.drafted);
             }
             for (int mt = 1; every == 0 && mt <= 9; mt += 2) { /* max_tokens inside a step */
                 run_out a = gen(m, tok, prompts[w], 40, 0, 0, mt, NULL, 0);
@@ -229,9 +246,12 @@ TEST(draft_study_counts_what_a_replay_pass_counts) {
         k3_model_free(m);
         return;
     }
-    CHECK(!k3_replay_pass_run(m, start, prompt, NPR, answer, NA, 8, 0, &run), "%s", k3_errmsg());
+    CHECK(!k3_replay_pass_run(m, start, prompt, NPR, answer, NA, 8, NULL, 0, &run), "%s",
+          k3_errmsg());
     k3_seq_free(start);
-    k3_draft_study_run(prompt, NPR, answer, NA, 8, &study);
+    double cost[K3_DRAFT_MAX + 1]; /* the study weighs the costs the pass did */
+    k3_spec_cost_default(m, cost);
+    k3_draft_study_run(prompt, NPR, answer, NA, 8, cost, &study);
     CHECK(study.steps == run.steps && study.verify_steps == run.verify_steps,
           "steps %lld/%lld, verify %lld/%lld", (long long)study.steps, (long long)run.steps,
           (long long)study.verify_steps, (long long)run.verify_steps);

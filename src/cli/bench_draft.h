@@ -8,8 +8,9 @@
 
 /* At most this many --cost tables. */
 #define K3_STUDY_COSTS 4
-/* Print the study of n lines at spec-max kmax, projected through costs. */
-int k3_bench_draft_study(const k3_replay_text *L, int n, int kmax, const k3_study_cost *costs,
-                         int ncost);
+/* Print the study of n lines at spec-max kmax (the drafter weighing
+ * spec_cost, NULL: its default), projected through costs. */
+int k3_bench_draft_study(const k3_replay_text *L, int n, int kmax, const double *spec_cost,
+                         const k3_study_cost *costs, int ncost);
 
 #endif

@@ -31,8 +31,9 @@
 typedef struct {
     const char *model, *file;
     long spec_max, n, threads, verify_k, rounds;
-    int json, draft_only, ncost;
+    int json, draft_only, ncost, has_spec_cost;
     k3_study_cost cost[K3_STUDY_COSTS];
+    k3_study_cost spec_cost; /* --spec-cost: the drafter's verify costs (else the model's) */
 } replay_args;
 
 typedef k3_replay_text replay_line;
@@ -65,6 +66,19 @@ static int add_cost(replay_args *a, const char *v) {
     return 0;
 }
 
+/* --spec-cost c1,c2,...: the cost table the drafter weighs, in the form
+ * --cost takes without its name. */
+static int spec_cost_parse(const char *v, replay_args *a) {
+    size_t n = strlen(v) + 16;
+    char *named = k3_xmalloc(n);
+    snprintf(named, n, "spec-cost=%s", v);
+    int rc = k3_study_cost_parse(named, &a->spec_cost);
+    free(named);
+    a->has_spec_cost = !rc;
+    if (rc) fprintf(stderr, "k3 bench: %s\n", k3_errmsg());
+    return rc ? -1 : 0;
+}
+
 static int parse(int argc, char **argv, replay_args *a) {
     *a = (replay_args){.spec_max = 8, .rounds = 9};
     for (int i = 1; i < argc; i++) {
@@ -88,6 +102,8 @@ static int parse(int argc, char **argv, replay_args *a) {
             a->json = 1, val = 0;
         else if (!strcmp(o, "--draft-only"))
             a->draft_only = 1, val = 0;
+        else if (!strcmp(o, "--spec-cost") && v)
+            rc = spec_cost_parse(v, a);
         else if (!strcmp(o, "--cost") && v)
             rc = add_cost(a, v);
         else {
@@ -100,6 +116,10 @@ static int parse(int argc, char **argv, replay_args *a) {
     if (!a->model) return fprintf(stderr, "k3 bench: --replay needs --model DIR\n"), -1;
     if (!a->file && !a->verify_k)
         return fprintf(stderr, "k3 bench: --replay needs a FILE.jsonl\n"), -1;
+    if (a->has_spec_cost && a->spec_cost.n < a->spec_max)
+        return fprintf(stderr, "k3 bench: --spec-cost gives %d costs, --spec-max %ld needs %ld\n",
+                       a->spec_cost.n, a->spec_max, a->spec_max),
+               -1;
     if (a->draft_only && (!a->file || a->verify_k || a->json))
         return fprintf(stderr, "k3 bench: --draft-only takes --replay FILE, without "
                                "--verify-cost or --json\n"),
@@ -165,7 +185,8 @@ static int run_replay(const replay_args *a, k3_model *m, replay_line *L, int n) 
                "by CPU time: speedup verify\n");
     for (int i = 0; i < n; i++) {
         k3_replay_line r;
-        if (k3_replay_line_run(m, L[i].p, L[i].np, L[i].a, L[i].na, (int)a->spec_max, 0, &r))
+        if (k3_replay_line_run(m, L[i].p, L[i].np, L[i].a, L[i].na, (int)a->spec_max,
+                               a->has_spec_cost ? a->spec_cost.c : NULL, 0, &r))
             return -1;
         add(&tp, &r.plain), add(&ts, &r.spec);
         pre_s += r.prefill_s, pre_cpu += r.prefill_cpu_s;
@@ -242,7 +263,9 @@ static int draft_only(const replay_args *a) {
     k3_tokenizer *tok = k3_tok_for_model(a->model);
     int n = 0;
     replay_line *L = tok ? load_lines(a, tok, &n) : NULL;
-    int rc = !L || k3_bench_draft_study(L, n, (int)a->spec_max, a->cost, a->ncost);
+    int rc =
+        !L || k3_bench_draft_study(L, n, (int)a->spec_max, a->has_spec_cost ? a->spec_cost.c : NULL,
+                                   a->cost, a->ncost);
     if (!L) fprintf(stderr, "k3 bench: %s\n", k3_errmsg());
     k3_replay_texts_free(L, n);
     k3_tok_free(tok);

@@ -11,9 +11,17 @@
 static const int NS[] = {6, 4, 3};
 #define N_NS ((int)(sizeof NS / sizeof NS[0]))
 
-/* Plain-decode tokens after a step that kept nothing, doubling per missed
- * probe up to BACKOFF_MAX. */
-#define BACKOFF_MAX 64
+/* The chance that a draft is kept is estimated per bucket of the match
+ * behind it (the tokens before it that agree with the copy's source, the
+ * drafts before it counted as kept): a long copy in progress is kept far
+ * more often than a fresh 3-gram match in prose. Each bucket counts its
+ * outcomes with weight DECAY on the older ones (about the last 16), from a
+ * prior of PRIOR_N outcomes at prior_keep[b]. */
+#define BUCKETS 8
+#define DECAY (15.0 / 16)
+#define PRIOR_N 2.0
+static const int bucket_min[BUCKETS] = {0, 4, 6, 8, 12, 16, 32, 64};
+static const double prior_keep[BUCKETS] = {0.35, 0.45, 0.6, 0.7, 0.8, 0.85, 0.9, 0.9};
 
 /* A long copy that breaks off may go on after a few tokens that differ (a
  * newline quoted as \n, a renamed word): RESYNC_AGE tokens after the break,
@@ -60,8 +68,11 @@ struct k3_drafter {
     int held_age, held_run;
     subst sub[SUBS];
     int nsub, sub_next;
-    int kmax, budget, misses, backoff, pause;
-    double rate; /* running share of drafted tokens kept (weight 1/4 on the latest step) */
+    int kmax;
+    double cost[K3_DRAFT_MAX + 1];       /* cost[k]: a verify step of k drafts over a plain step */
+    double kept[BUCKETS], seen[BUCKETS]; /* decayed outcomes of drafts per bucket */
+    int32_t shadow[K3_DRAFT_MAX];        /* the last candidates, scored as the tokens come */
+    int nshadow, shadow_at, shadow_run;  /* how many, the next to score, the match behind [0] */
     int64_t probes;
 };
 
@@ -126,9 +137,7 @@ static int64_t table_get(const table *t, k3_drafter *d, uint64_t key) {
 k3_drafter *k3_drafter_new(int kmax) {
     k3_drafter *d = k3_xcalloc(1, sizeof *d);
     d->kmax = kmax < 1 ? 1 : kmax > K3_DRAFT_MAX ? K3_DRAFT_MAX : kmax;
-    d->budget = d->kmax < 4 ? d->kmax : 4;
-    d->backoff = 2;
-    d->rate = 1;
+    k3_drafter_set_cost(d, NULL);
     d->cur = d->held = -1;
     return d;
 }
@@ -181,6 +190,30 @@ static void follow(k3_drafter *d, int32_t id) {
     if (d->held_age > RESYNC_AGE) d->held = -1;
 }
 
+static int bucket(int match) {
+    int b = BUCKETS - 1;
+    while (b > 0 && match < bucket_min[b]) b--;
+    return b;
+}
+
+/* The chance that a draft behind a match of this length is kept. */
+static double keep_chance(const k3_drafter *d, int match) {
+    int b = bucket(match);
+    return (d->kept[b] + PRIOR_N * prior_keep[b]) / (d->seen[b] + PRIOR_N);
+}
+
+/* The token that came scores the next candidate of the last proposal,
+ * whether it was sent as a draft or not: so the estimate learns while
+ * decoding plainly, and a candidate after a missed one is not scored (it
+ * could not have been kept). */
+static void score(k3_drafter *d, int32_t id) {
+    if (d->shadow_at >= d->nshadow) return;
+    int b = bucket(d->shadow_run + d->shadow_at), hit = d->shadow[d->shadow_at] == id;
+    d->kept[b] = DECAY * d->kept[b] + hit;
+    d->seen[b] = DECAY * d->seen[b] + 1;
+    d->shadow_at = hit ? d->shadow_at + 1 : d->nshadow;
+}
+
 void k3_drafter_push(k3_drafter *d, int32_t id) {
     if (d->len == d->cap_tok) {
         d->cap_tok = d->cap_tok ? 2 * d->cap_tok : 256;
@@ -190,6 +223,7 @@ void k3_drafter_push(k3_drafter *d, int32_t id) {
     }
     int64_t i = d->len++;
     d->tok[i] = id;
+    score(d, id);
     follow(d, id);
     for (int k = 0; k < N_NS; k++) /* the n-gram before i was followed by position i */
         d->prev[k][i] =
@@ -262,35 +296,39 @@ static int copy_from(const k3_drafter *d, int64_t p, int k, int32_t *out) {
     return j;
 }
 
-int k3_drafter_propose(k3_drafter *d, int32_t *out) {
-    if (d->pause > 0) {
-        d->pause--;
-        return 0;
-    }
+int k3_drafter_candidates(k3_drafter *d, int32_t *out) {
+    d->nshadow = d->shadow_at = 0;
     int64_t p = find_match(d);
     if (p < 0) return 0;
-    return copy_from(d, p, d->budget, out);
+    int n = copy_from(d, p, d->kmax, out);
+    memcpy(d->shadow, out, sizeof *out * (size_t)n);
+    d->nshadow = n, d->shadow_run = d->run;
+    return n;
 }
 
-/* A verify step costs more than a plain one (at least a third more on the
- * presets measured, bench/RESULTS.md), so drafts that are kept less than
- * half the time lose: below that share the drafter pauses like after misses. */
-#define KEEP_RATE_MIN 0.5
+int k3_drafter_propose(k3_drafter *d, int32_t *out) {
+    int n = k3_drafter_candidates(d, out);
+    double keep[K3_DRAFT_MAX];
+    for (int j = 0; j < n; j++) keep[j] = keep_chance(d, d->shadow_run + j);
+    return k3_draft_choose(keep, n, d->cost);
+}
 
-void k3_drafter_result(k3_drafter *d, int drafted, int accepted) {
-    if (drafted <= 0) return;
-    d->rate = 0.75 * d->rate + 0.25 * (double)accepted / drafted;
-    if (accepted > 0) d->misses = 0;
-    if (accepted == drafted) {
-        d->backoff = 2;
-        d->budget = 2 * d->budget < d->kmax ? 2 * d->budget : d->kmax;
-        return;
+void k3_drafter_set_cost(k3_drafter *d, const double *cost) {
+    d->cost[0] = 1;
+    for (int k = 1; k <= K3_DRAFT_MAX; k++)
+        d->cost[k] = cost ? cost[k] : K3_DRAFT_STEP_COST + K3_DRAFT_ROW_COST * k;
+}
+
+int k3_draft_choose(const double *keep, int n, const double *cost) {
+    double all = 1, expect = 0, best = 1; /* a plain step: one token for one step */
+    int best_k = 0;
+    for (int k = 1; k <= n; k++) {
+        all *= keep[k - 1]; /* the chance that the first k drafts are all kept */
+        expect += all;
+        double per_cost = (1 + expect) / cost[k];
+        if (per_cost > best) best = per_cost, best_k = k;
     }
-    d->budget = accepted + 1 < d->kmax ? accepted + 1 : d->kmax;
-    if (accepted ? d->rate >= KEEP_RATE_MIN : ++d->misses < 1) return;
-    d->pause = d->backoff; /* missing: decode plainly, then probe with one draft */
-    d->backoff = 2 * d->backoff < BACKOFF_MAX ? 2 * d->backoff : BACKOFF_MAX;
-    d->rate = KEEP_RATE_MIN; /* the probe after the pause starts from the threshold */
+    return best_k;
 }
 
 k3_drafter_counts k3_drafter_count(const k3_drafter *d) {

@@ -19,10 +19,16 @@
  * K3_DRAFT_CHAIN x K3_DRAFT_MATCH_MAX tokens compared), and memory is linear
  * in the tokens appended.
  *
- * The number of drafts adapts per sequence: it grows while drafts are
- * accepted and falls to 0 (plain decoding) after a step that kept nothing or
- * while less than half the drafts are kept, with a probe of one draft after
- * a backoff that doubles while probes keep missing. */
+ * How many of the candidates to send is a choice of cost (issue 39): a
+ * verify step of k drafts costs cost[k] plain steps, and sending k is worth
+ * (1 + E[drafts kept of k]) / cost[k] tokens per plain step's cost. The
+ * drafter sends the k with the most, and none (a plain step) when no k
+ * beats a plain step's 1. The chance that the first i drafts are all kept
+ * is the product of each one's chance, estimated per sequence from how
+ * often drafts behind a match of the same length were kept lately. Every
+ * proposal's candidates are scored against the tokens that follow, sent or
+ * not, so the estimate keeps learning while the drafter decodes plainly,
+ * and a copy that starts to agree is drafted again without probes. */
 #ifndef K3_GEN_DRAFT_H
 #define K3_GEN_DRAFT_H
 
@@ -35,6 +41,13 @@
  * match measured (tokens compared back from each): bounded work per step. */
 #define K3_DRAFT_CHAIN 8
 #define K3_DRAFT_MATCH_MAX 64
+/* The cost table of a drafter nobody gave one: a verify step of k drafts
+ * costs K3_DRAFT_STEP_COST + K3_DRAFT_ROW_COST x k plain steps (the bench
+ * preset at 1 thread, `k3 bench --verify-cost`, bench/RESULTS.md: 2.09 2.22
+ * 2.73 ... 4.73 for k = 1..8). A model's own table: k3_spec_cost_default
+ * (gen/spec.h). */
+#define K3_DRAFT_STEP_COST 1.5
+#define K3_DRAFT_ROW_COST 0.4
 
 typedef struct k3_drafter k3_drafter;
 
@@ -43,11 +56,21 @@ k3_drafter *k3_drafter_new(int kmax);
 void k3_drafter_free(k3_drafter *d);
 /* Append a token of the sequence. */
 void k3_drafter_push(k3_drafter *d, int32_t id);
-/* Up to the current budget of drafts continuing the tokens pushed so far,
- * into out[0..); returns how many (0: decode plainly this step). */
+/* The drafts chosen to send this step, a prefix of the candidates, into
+ * out[0..K3_DRAFT_MAX); returns how many (0: decode plainly this step). */
 int k3_drafter_propose(k3_drafter *d, int32_t *out);
-/* How a proposal of `drafted` tokens fared: `accepted` of them were kept. */
-void k3_drafter_result(k3_drafter *d, int drafted, int accepted);
+/* Every candidate the match gives (up to kmax), without the choice of how
+ * many to send: what k3_drafter_propose chooses a prefix of (for tests and
+ * studies of the matching; it changes the drafter as propose does). */
+int k3_drafter_candidates(k3_drafter *d, int32_t *out);
+/* cost[k] for k = 0..K3_DRAFT_MAX (cost[0] is taken as 1), copied; NULL:
+ * the default, K3_DRAFT_STEP_COST + K3_DRAFT_ROW_COST x k. */
+void k3_drafter_set_cost(k3_drafter *d, const double *cost);
+/* The choice rule: with keep[j] the chance that draft j is kept when the
+ * drafts before it were (j < n) and cost[0..n], the k in 0..n that
+ * maximizes (1 + sum over i <= k of keep[0] x .. x keep[i-1]) / cost[k],
+ * the smallest on a tie; 0 when no k beats a plain step's 1 / 1. */
+int k3_draft_choose(const double *keep, int n, const double *cost);
 
 /* Counters for tests: tokens pushed, index entries, slots probed in all. */
 typedef struct {

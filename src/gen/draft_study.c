@@ -12,9 +12,10 @@
 #include <string.h>
 
 void k3_draft_study_run(const int32_t *prompt, size_t np, const int32_t *answer, size_t na,
-                        int kmax, k3_replay_pass *r) {
+                        int kmax, const double *cost, k3_replay_pass *r) {
     memset(r, 0, sizeof *r);
     k3_drafter *d = kmax > 0 ? k3_drafter_new(kmax) : NULL;
+    if (d) k3_drafter_set_cost(d, cost);
     for (size_t i = 0; d && i < np; i++) k3_drafter_push(d, prompt[i]);
     if (d && na) k3_drafter_push(d, answer[0]);
     int32_t row[K3_DRAFT_MAX];
@@ -26,7 +27,6 @@ void k3_draft_study_run(const int32_t *prompt, size_t np, const int32_t *answer,
             while (kept < k && pos < na && row[kept] == answer[pos])
                 k3_drafter_push(d, row[kept++]), pos++;
             r->accepted += kept;
-            k3_drafter_result(d, k, kept);
         }
         if (pos < na) { /* the target's own token (none after a kept draft ends the answer) */
             if (d) k3_drafter_push(d, answer[pos]);

@@ -24,9 +24,10 @@
 #define K3_STUDY_DEPTH_MAX 8
 
 /* The drafter's steps over answer[1..na) after prompt[0..np) and answer[0],
- * as k3_replay_pass_run with spec_max kmax counts them (times left 0). */
+ * as k3_replay_pass_run with spec_max kmax and the verify costs cost (NULL:
+ * the drafter's default) counts them (times left 0). */
 void k3_draft_study_run(const int32_t *prompt, size_t np, const int32_t *answer, size_t na,
-                        int kmax, k3_replay_pass *r);
+                        int kmax, const double *cost, k3_replay_pass *r);
 
 /* depth[i] for each answer token (0..K3_STUDY_DEPTH_MAX; 0 also for a token
  * never seen before). Linear time and memory. */

@@ -45,6 +45,8 @@ typedef struct k3_gen_params {
                          `special` flag is set (HF skip_special_tokens; keeps XTML markers) */
     int spec_max;     /* speculative decoding from the context (gen/spec.h): at most this many
                          drafts per step; 0 = off */
+    const double *spec_cost;      /* the verify costs the drafter weighs, cost[0..K3_DRAFT_MAX] in
+                                     plain steps (NULL: the model's, k3_spec_cost_default) */
     const int32_t *draft_context; /* tokens the drafter sees before the prompt: the earlier
                                      part of the sequence (a chat's previous turns) */
     size_t n_draft_context;

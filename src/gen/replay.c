@@ -67,8 +67,8 @@ static void record(k3_replay_pass *r, const k3_spec *sp, const forced *f, size_t
 }
 
 int k3_replay_pass_run(k3_model *m, const k3_seq *start, const int32_t *prompt, size_t np,
-                       const int32_t *answer, size_t na, int spec_max, int digest,
-                       k3_replay_pass *r) {
+                       const int32_t *answer, size_t na, int spec_max, const double *cost,
+                       int digest, k3_replay_pass *r) {
     memset(r, 0, sizeof *r);
     if (na < 2) return k3_seterr("replay: an answer needs at least 2 tokens");
     if (k3_seq_len(start) != (int64_t)np)
@@ -77,6 +77,9 @@ int k3_replay_pass_run(k3_model *m, const k3_seq *start, const int32_t *prompt, 
     int V = k3_model_vocab(m);
     k3_seq *s = k3_seq_clone(start);
     k3_spec *sp = k3_spec_new(spec_max, V);
+    double own[K3_DRAFT_MAX + 1];
+    if (!cost) k3_spec_cost_default(m, own);
+    k3_spec_set_cost(sp, cost ? cost : own);
     for (size_t i = 0; i < np; i++) k3_spec_push(sp, prompt[i]);
     k3_spec_push(sp, answer[0]); /* the first token comes from the prefill's logits */
     forced f = {answer, na, 1, digest, 0xcbf29ce484222325ull, sizeof(float) * (size_t)V};
@@ -100,15 +103,17 @@ int k3_replay_pass_run(k3_model *m, const k3_seq *start, const int32_t *prompt, 
 }
 
 int k3_replay_line_run(k3_model *m, const int32_t *prompt, size_t np, const int32_t *answer,
-                       size_t na, int spec_max, int digest, k3_replay_line *out) {
+                       size_t na, int spec_max, const double *cost, int digest,
+                       k3_replay_line *out) {
     memset(out, 0, sizeof *out);
     double t0 = k3_now(), c0 = cpu_now();
     k3_seq *start = k3_replay_prefill(m, prompt, np);
     out->prefill_s = k3_now() - t0;
     out->prefill_cpu_s = cpu_now() - c0;
-    int rc = !start ||
-             k3_replay_pass_run(m, start, prompt, np, answer, na, 0, digest, &out->plain) ||
-             k3_replay_pass_run(m, start, prompt, np, answer, na, spec_max, digest, &out->spec);
+    int rc =
+        !start ||
+        k3_replay_pass_run(m, start, prompt, np, answer, na, 0, NULL, digest, &out->plain) ||
+        k3_replay_pass_run(m, start, prompt, np, answer, na, spec_max, cost, digest, &out->spec);
     if (start) k3_seq_free(start);
     return rc ? -1 : 0;
 }

@@ -39,18 +39,20 @@ k3_seq *k3_replay_prefill(k3_model *m, const int32_t *prompt, size_t np);
 
 /* One pass from a copy of start, a sequence of m that has read exactly
  * prompt[0..np) (start itself is not changed), over answer[0..na) (na >= 2)
- * with at most spec_max drafts per step (0: plain). digest: also hash the
+ * with at most spec_max drafts per step (0: plain), chosen by the verify
+ * costs cost[0..K3_DRAFT_MAX] (NULL: the model's, k3_spec_cost_default). digest: also hash the
  * logits (r->digest; a few operations per logit inside the timed steps, so
  * off when timing). 0 or -1 + k3_errmsg. */
 int k3_replay_pass_run(k3_model *m, const k3_seq *start, const int32_t *prompt, size_t np,
-                       const int32_t *answer, size_t na, int spec_max, int digest,
-                       k3_replay_pass *r);
+                       const int32_t *answer, size_t na, int spec_max, const double *cost,
+                       int digest, k3_replay_pass *r);
 
 /* A whole line: the prompt prefilled once, then the plain pass and the
  * speculative one (spec_max drafts) from copies of that one state, so both
  * start from bitwise the same caches and the prefill is paid once. */
 int k3_replay_line_run(k3_model *m, const int32_t *prompt, size_t np, const int32_t *answer,
-                       size_t na, int spec_max, int digest, k3_replay_line *out);
+                       size_t na, int spec_max, const double *cost, int digest,
+                       k3_replay_line *out);
 
 /* Verify cost: after prefilling prompt, the median time of a verify pass of
  * 1 + k rows (k = 1..kmax, keeping one row) over that of a plain step,

@@ -3,6 +3,7 @@
 
 #include "base/err.h"
 #include "base/mem.h"
+#include "gen/replay.h"
 
 #include <stdlib.h>
 
@@ -21,6 +22,17 @@ void k3_spec_free(k3_spec *sp) {
     k3_drafter_free(sp->d);
     free(sp->logits);
     free(sp);
+}
+
+void k3_spec_set_cost(k3_spec *sp, const double *cost) {
+    if (sp->d) k3_drafter_set_cost(sp->d, cost);
+}
+
+void k3_spec_cost_default(const k3_model *m, double *cost) {
+    double plain = k3_replay_step_bytes(m, 1);
+    cost[0] = 1;
+    for (int k = 1; k <= K3_DRAFT_MAX; k++)
+        cost[k] = k3_replay_step_bytes(m, 1 + k) / plain + K3_SPEC_STEP_COST + K3_SPEC_ROW_COST * k;
 }
 
 void k3_spec_push(k3_spec *sp, int32_t id) {
@@ -68,13 +80,11 @@ int k3_spec_step(k3_spec *sp, k3_seq *s, int32_t id, k3_spec_choose_fn choose, k
         k3_spec_push(sp, x);
         sp->accepted++;
         if (take(ctx, x)) { /* stopped at a kept draft: it is the last token, unfed */
-            k3_drafter_result(sp->d, k, j + 1);
             *next = x;
             *stop = 1;
             return k3_seq_spec_commit(s, 1 + j);
         }
     }
-    k3_drafter_result(sp->d, k, j);
     if (k3_seq_spec_commit(s, 1 + j)) return -1;
     *stop = finish(sp, y, take, ctx, next);
     return 0;

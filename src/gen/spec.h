@@ -45,6 +45,26 @@ typedef struct k3_spec {
 /* kmax 0: plain decoding through the same loop. */
 k3_spec *k3_spec_new(int kmax, int vocab);
 void k3_spec_free(k3_spec *sp);
+/* The verify costs the drafter weighs (k3_drafter_set_cost): cost[k] for
+ * k = 0..K3_DRAFT_MAX in plain steps; NULL: the drafter's default. */
+void k3_spec_set_cost(k3_spec *sp, const double *cost);
+
+/* A model's default cost table, deterministic (never timed): a verify step
+ * of k drafts reads the weights of its 1 + k tokens (the dense ones once,
+ * the union of the routed experts they pick: k3_replay_step_bytes, over a
+ * plain step's), plus K3_SPEC_STEP_COST of a plain step for taking the
+ * verify path at all and K3_SPEC_ROW_COST per draft for the rows' compute.
+ * Both constants are the bench preset's at 1 thread on this VM
+ * (bench/RESULTS.md): `k3 bench --verify-cost 8` gave 2.09 2.22 2.73 3.31
+ * 3.83 3.69 4.32 4.73 for k = 1..8 (wall; bytes 1.20 .. 2.05), and replay
+ * passes whose verify steps were mostly of one draft measured 1.93-2.0 CPU.
+ * The real slice at 2 threads measured 1.09-1.18 for one draft and 0.04-0.10
+ * per draft beyond its bytes, so there the default drafts less than it could
+ * (never more): pass the measured table (`--spec-cost`) to use it fully. */
+#define K3_SPEC_STEP_COST 0.4
+#define K3_SPEC_ROW_COST 0.3
+void k3_spec_cost_default(const k3_model *m, double *cost);
+
 /* A token of the sequence's context (prompt, and the first sampled token). */
 void k3_spec_push(k3_spec *sp, int32_t id);
 

@@ -31,11 +31,18 @@ int serve_spec_kmax(const serve_req *q, int server_kmax, const k3_model *m) {
     return server_kmax;
 }
 
-void serve_spec_start(serve_job *j, int kmax) {
+void serve_spec_start(serve_job *j, int kmax, const k3_model *m) {
     if (kmax <= 0) return;
     serve_spec *sp = k3_xcalloc(1, sizeof *sp);
     sp->kmax = kmax > K3_DRAFT_MAX ? K3_DRAFT_MAX : kmax;
     sp->d = k3_drafter_new(sp->kmax);
+    /* The model's cost of a verify item alone. In a batch the rows share the
+     * weight reads with the other jobs' items, so a draft costs less there
+     * than this says: the choice errs toward plain steps, never toward
+     * drafts that lose. */
+    double cost[K3_DRAFT_MAX + 1];
+    k3_spec_cost_default(m, cost);
+    k3_drafter_set_cost(sp->d, cost);
     sp->x = -1; /* the buffers come with the first drafts: many requests never draft */
     j->spec = sp;
 }
@@ -100,7 +107,7 @@ int serve_spec_verified(serve_sched *s, serve_job *j, const k3_batch_item *it, i
                         serve_spec_emit_fn emit, k3_buf *b, serve_spec_counts *c) {
     serve_spec *sp = j->spec;
     const int64_t k = it->n - 1;
-    int64_t r = 0, kept = 0;
+    int64_t r = 0;
     c->verify_steps++;
     c->drafted += (uint64_t)k;
     for (;; r++) { /* row r: the choice after row[r] */
@@ -111,10 +118,8 @@ int serve_spec_verified(serve_sched *s, serve_job *j, const k3_batch_item *it, i
         if (emit(s, j, b)) return 1; /* finished: j may be gone, its sequence with it */
         sp->x = -1;
         if (x < 0 || j->gen[j->n_gen - 1] != x) break;
-        kept++;
         c->accepted++;
         if (j->closing) break; /* the kept draft was a stop token: it rides next step */
     }
-    k3_drafter_result(sp->d, (int)k, (int)kept);
     return k3_seq_spec_commit(j->seq, 1 + r) ? -1 : 0;
 }

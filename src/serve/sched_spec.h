@@ -43,8 +43,9 @@ typedef struct {
  * a model that cannot speculate (pipeline parallel). */
 int serve_spec_kmax(const serve_req *q, int server_kmax, const k3_model *m);
 
-/* Start speculation for a job (kmax 0: none); the job then has j->spec. */
-void serve_spec_start(serve_job *j, int kmax);
+/* Start speculation for a job (kmax 0: none); the job then has j->spec,
+ * whose drafter weighs the model's default verify costs. */
+void serve_spec_start(serve_job *j, int kmax, const k3_model *m);
 /* Free the job's speculation state (job_finish). */
 void serve_spec_end(serve_job *j);
 
