@@ -86,7 +86,7 @@ COST="c=1.5,2,2.5,3,3.5,4,4.5,5"
 if "$K3" bench --model "$TMP" --replay bench/replay/code-edit.jsonl --draft-only -n 400 --cost "$COST" \
     >"$TMP/d.txt" 2>&1; then
     tps=$(grep -o 'drafter: [0-9.]*' "$TMP/d.txt" | head -1 | cut -d' ' -f2)
-    read -r mine best <<<"$(awk '$1 == "c" { print $2, $4 }' "$TMP/d.txt" | head -1 | tr -d x)"
+    read -r mine best <<<"$(awk '$1 == "c" { print $2, $5 }' "$TMP/d.txt" | head -1 | tr -d x)"
     if ge "${tps:-0}" 3 && ge "${best:-0}" "${mine:-9}"; then
         pass bench_draft_only_copy
     else
