@@ -66,14 +66,9 @@ static int add_cost(replay_args *a, const char *v) {
     return 0;
 }
 
-/* --spec-cost c1,c2,...: the cost table the drafter weighs, in the form
- * --cost takes without its name. */
+/* --spec-cost c1,c2,...: the cost table the drafter weighs. */
 static int spec_cost_parse(const char *v, replay_args *a) {
-    size_t n = strlen(v) + 16;
-    char *named = k3_xmalloc(n);
-    snprintf(named, n, "spec-cost=%s", v);
-    int rc = k3_study_cost_parse(named, &a->spec_cost);
-    free(named);
+    int rc = k3_spec_cost_list("--spec-cost", v, a->spec_cost.c, &a->spec_cost.n);
     a->has_spec_cost = !rc;
     if (rc) fprintf(stderr, "k3 bench: %s\n", k3_errmsg());
     return rc ? -1 : 0;

@@ -117,6 +117,7 @@ static int answer(chat *c, const char *user) {
                         .n_stops = c->o->n_stops,
                         .cancel = &interrupted,
                         .spec_max = k3_gen_opts_spec(c->o),
+                        .spec_cost = c->o->has_spec_cost ? c->o->spec_cost : NULL,
                         .draft_context = c->history.ids,
                         .n_draft_context = c->history.n};
     if (ctx && gp.max_tokens > ctx - before - (int64_t)ids.n)

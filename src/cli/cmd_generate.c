@@ -132,7 +132,8 @@ static int run(const k3_gen_opts *o, k3_session *s, const char *prompt) {
                         .n_stops = o->n_stops,
                         .cancel = &interrupted,
                         .prefilling = &prefilling,
-                        .spec_max = k3_gen_opts_spec(o)};
+                        .spec_max = k3_gen_opts_spec(o),
+                        .spec_cost = o->has_spec_cost ? o->spec_cost : NULL};
     if (o->ctx_size && gp.max_tokens > o->ctx_size - (int)ids.n)
         gp.max_tokens = o->ctx_size - (int)ids.n;
     k3_printer *pr = k3_printer_new(stdout, isatty(1), &s->x, initial);

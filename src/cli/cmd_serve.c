@@ -9,6 +9,7 @@
 #include "base/mem.h"
 #include "gen/builtin.h"
 #include "gen/gen_opts.h"
+#include "gen/spec_cost.h"
 #include "kernels/kernels.h"
 #include "model/plan.h"
 #include "serve/guard.h"
@@ -88,6 +89,9 @@ static void serve_usage(FILE *f) {
            "                       context, verified in the batched step (default ngram);\n"
            "                       a request's \"speculative\": false/true overrides it\n"
            "  --spec-max K         drafts per step at most, 1..16 (default 8)\n"
+           "  --spec-cost c1,..,cK the cost of verifying 1..K drafts in plain steps (k3\n"
+           "                       bench --verify-cost K measures it; default: the model's\n"
+           "                       estimate); no more than K drafts are sent\n"
            "  --threads N          OpenMP threads for the model (default: all cores) [-t]\n"
            "  --act-int8           int8 activations for quantized decode (AVX-512 VNNI;\n"
            "                       faster, lossy, off by default)\n"
@@ -145,6 +149,8 @@ typedef struct {
     int threads;
     int cache_type;     /* --cache-type: K3_CACHE_F32 or K3_CACHE_BF16 */
     int spec, spec_max; /* --spec ngram|off, --spec-max */
+    int has_spec_cost;  /* --spec-cost given: its table */
+    double spec_cost[K3_DRAFT_MAX + 1];
 } model_args;
 
 /* Append a repeatable option's value; a comma-separated list adds each item. */
@@ -184,6 +190,7 @@ static int parse_opt(const char *a, char *v, serve_opts *o, model_args *m) {
                                              "--threads",
                                              "--spec",
                                              "--spec-max",
+                                             "--spec-cost",
                                              "--max-queue",
                                              "--max-batch",
                                              "--max-step-tokens",
@@ -319,6 +326,12 @@ static int parse_opt(const char *a, char *v, serve_opts *o, model_args *m) {
     } else if (!strcmp(a, "--spec-max")) {
         if (int_arg(a, v, 1, 16, &x)) return -1;
         m->spec_max = (int)x;
+    } else if (!strcmp(a, "--spec-cost")) {
+        if (k3_spec_cost_parse(v, m->spec_cost)) {
+            fprintf(stderr, "k3 serve: %s\n", k3_errmsg());
+            return -1;
+        }
+        m->has_spec_cost = 1;
     } else {
         fprintf(stderr, "k3 serve: unknown option '%s' (see k3 serve --help)\n", a);
         return -1;
@@ -418,6 +431,7 @@ int cmd_serve(int argc, char **argv) {
         return 1;
     }
     e.spec_max = m.spec ? m.spec_max : 0;
+    e.spec_cost = m.has_spec_cost ? m.spec_cost : NULL;
     if (o.ctx_size > 0 && k3_seq_plan_check(e.model, o.ctx_size, o.cache_budget, 0)) {
         fprintf(stderr, "k3 serve: %s\n", k3_errmsg());
         serve_engine_close(&e);

@@ -6,8 +6,10 @@
 #include "base/mem.h"
 #include "base/utf8safe.h"
 #include "gen/draft.h"
+#include "gen/spec_cost.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -134,19 +136,6 @@ static int good_name(const char *s, size_t n) {
     return n > 0;
 }
 
-/* One cost, s[0..n): a plain decimal number (strtod alone would also take
- * leading spaces, "inf", "nan" and hex) in the allowed range. */
-static int parse_one(const char *s, size_t n, double *v) {
-    char num[64], *end;
-    if (!n || n >= sizeof num) return -1;
-    for (size_t i = 0; i < n; i++)
-        if (!strchr("0123456789.eE+-", s[i])) return -1;
-    memcpy(num, s, n);
-    num[n] = 0;
-    *v = strtod(num, &end);
-    return *end || !(*v >= K3_STUDY_COST_MIN && *v <= K3_STUDY_COST_MAX) ? -1 : 0;
-}
-
 int k3_study_cost_parse(const char *arg, k3_study_cost *out) {
     memset(out, 0, sizeof *out);
     char safe[160];
@@ -158,19 +147,7 @@ int k3_study_cost_parse(const char *arg, k3_study_cost *out) {
                          "spaces), got '%s'",
                          sizeof out->name - 1, safe);
     memcpy(out->name, arg, nl);
-    out->c[0] = 1;
-    for (const char *s = eq + 1;; s++) {
-        size_t n = strcspn(s, ",");
-        if (out->n == K3_DRAFT_MAX)
-            return k3_seterr("--cost %s: more than %d costs", out->name, K3_DRAFT_MAX);
-        if (parse_one(s, n, &out->c[out->n + 1])) {
-            k3_utf8_escape(safe, sizeof safe, s, n, K3_UTF8_CTRL);
-            return k3_seterr("--cost %s: cost %d: expected a number (costs > 0, %g..%g), got "
-                             "'%s'",
-                             out->name, out->n + 1, K3_STUDY_COST_MIN, K3_STUDY_COST_MAX, safe);
-        }
-        out->n++;
-        s += n;
-        if (!*s) return 0;
-    }
+    char flag[40];
+    snprintf(flag, sizeof flag, "--cost %s", out->name);
+    return k3_spec_cost_list(flag, eq + 1, out->c, &out->n);
 }

@@ -16,6 +16,7 @@
 
 #include "gen/draft.h"
 #include "gen/replay.h"
+#include "gen/spec_cost.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -54,8 +55,8 @@ typedef struct {
 
 /* Costs must lie in this range: beyond it the projections overflow or mean
  * nothing. */
-#define K3_STUDY_COST_MIN 1e-6
-#define K3_STUDY_COST_MAX 1e6
+#define K3_STUDY_COST_MIN K3_SPEC_COST_MIN
+#define K3_STUDY_COST_MAX K3_SPEC_COST_MAX
 
 /* Parse "NAME=c1,c2,...,cn" (arg: any bytes, NUL-terminated): plain decimal
  * numbers, no spaces, no empty item. 0, or -1 + k3_errmsg quoting the part

@@ -2,6 +2,7 @@
 #include "gen/gen_opts.h"
 
 #include "base/err.h"
+#include "gen/spec_cost.h"
 #include "k3.h"
 #include "model/plan.h"
 
@@ -48,6 +49,9 @@ void k3_gen_opts_usage(FILE *f, const char *cmd) {
             "  --spec ngram|off             speculative decoding: drafts from the context's\n"
             "                               own n-grams, verified in one pass (default ngram)\n"
             "  --spec-max K                 drafts per step at most, 1..16 (default 8)\n"
+            "  --spec-cost c1,...,cK        the cost of verifying 1..K drafts in plain steps\n"
+            "                               (k3 bench --verify-cost K measures it; default:\n"
+            "                               the model's estimate); no more than K drafts\n"
             "  --verbose                    token ids and prefill counts on stderr\n"
             "Underscores work as dashes (--max_tokens).\n",
             K3_SAMPLER_MAX_REP_CONTEXT,
@@ -149,6 +153,12 @@ static int take_value(k3_gen_opts *o, const char *cmd, const char *a, const char
     } else if (!strcmp(a, "--spec-max")) {
         if (to_int(v, &o->spec_max) || o->spec_max < 1 || o->spec_max > 16)
             return bad(cmd, a, v, "an integer 1..16");
+    } else if (!strcmp(a, "--spec-cost")) {
+        if (k3_spec_cost_parse(v, o->spec_cost)) {
+            fprintf(stderr, "k3 %s: %s\n", cmd, k3_errmsg());
+            return 2;
+        }
+        o->has_spec_cost = 1;
     } else if (!strcmp(a, "--stop")) {
         if (o->n_stops == K3_GEN_MAX_STOPS) return bad(cmd, a, v, "at most 16 stop strings");
         if (!*v) return bad(cmd, a, v, "a non-empty string");
@@ -189,6 +199,7 @@ static const char *const value_flags[] = {"--model",
                                           "--thinking",
                                           "--spec",
                                           "--spec-max",
+                                          "--spec-cost",
                                           "--stop"};
 
 static int unknown(const char *cmd, const char *a) {

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 
+#include "gen/draft.h"
 #include "gen/sampler.h"
 
 #define K3_GEN_MAX_STOPS 16
@@ -25,8 +26,10 @@ typedef struct k3_gen_opts {
     int threads;       /* 0: OpenMP default */
     int act_int8;      /* --act-int8: int8 activations in quantized decode (lossy, opt-in) */
     int verbose;
-    int spec;     /* --spec ngram|off: speculative decoding from the context */
-    int spec_max; /* --spec-max K: drafts per step at most (1..16) */
+    int spec;          /* --spec ngram|off: speculative decoding from the context */
+    int spec_max;      /* --spec-max K: drafts per step at most (1..16) */
+    int has_spec_cost; /* --spec-cost given */
+    double spec_cost[K3_DRAFT_MAX + 1]; /* its table (gen/spec.h k3_spec_cost_parse) */
 } k3_gen_opts;
 
 /* --spec-max's default: the drafts one step verifies at most. */

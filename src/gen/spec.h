@@ -19,6 +19,7 @@
 #define K3_GEN_SPEC_H
 
 #include "gen/draft.h"
+#include "gen/spec_cost.h"
 #include "gen/sampler.h"
 #include "k3.h"
 

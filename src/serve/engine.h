@@ -23,11 +23,12 @@ typedef struct serve_engine {
     int vocab;
     int32_t stop_ids[SERVE_MAX_STOP_IDS]; /* <|end_of_msg|>, [EOS], config eos */
     int n_stop_ids;
-    char name[128];         /* the model id clients must send (or omit) */
-    int n_ctx_train;        /* config.json max_position_embeddings, 0 if absent */
-    struct k3_vtrie *vtrie; /* vocabulary trie for structured output (NULL: no XTML tokens) */
-    int threads;            /* OpenMP threads for the model (0: the OpenMP default) */
-    int spec_max;           /* drafts per decode step (--spec-max; 0: --spec off) */
+    char name[128];          /* the model id clients must send (or omit) */
+    int n_ctx_train;         /* config.json max_position_embeddings, 0 if absent */
+    struct k3_vtrie *vtrie;  /* vocabulary trie for structured output (NULL: no XTML tokens) */
+    int threads;             /* OpenMP threads for the model (0: the OpenMP default) */
+    int spec_max;            /* drafts per decode step (--spec-max; 0: --spec off) */
+    const double *spec_cost; /* --spec-cost table [0..K3_DRAFT_MAX] (NULL: the model's) */
 } serve_engine;
 
 /* Load dir. name NULL: the directory's base name. threads 0: OpenMP default.

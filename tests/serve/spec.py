@@ -250,11 +250,25 @@ def mode_off():
           m2["k3_spec_draft_tokens_total"] > m1["k3_spec_draft_tokens_total"], (m1, m2))
 
 
+def mode_costly():
+    """--spec-cost 1000000: a draft never pays for its verify, so a forced
+    answer that repeats its prompt is decoded plainly (no draft fed), the
+    same tokens."""
+    m0 = metrics()
+    text = completion(SENTENCE + ". " + SENTENCE, 60,
+                      k3_test_force_text=" " + SENTENCE + ". " + SENTENCE)
+    same_as_plain("costly_forced", text, True)
+    m1 = metrics()
+    check("costly_feeds_no_drafts",
+          m1["k3_spec_draft_tokens_total"] == m0["k3_spec_draft_tokens_total"], (m0, m1))
+
+
 def mode_bad():
     st, text = post("/v1/completions", {"prompt": "hi", "max_tokens": 2, "speculative": "yes"})
     check("bad_type_400", st == 400 and '"param":"speculative"' in text.replace(" ", ""),
           (st, text))
 
 
-{"on": mode_on, "off": mode_off, "bad": mode_bad, "forced": mode_forced}[MODE]()
+{"on": mode_on, "off": mode_off, "bad": mode_bad, "forced": mode_forced,
+ "costly": mode_costly}[MODE]()
 sys.exit(1 if fails else 0)

@@ -61,5 +61,5 @@ printf 'a=1\xc3' >"$c/bytes_cost"
 printf '%s' 'no equals' >"$c/no_equals"
 fuzz_build fuzz_replay_file src/gen/replay_file.c src/text/*.c &&
     fuzz_run fuzz_replay_file "$r" -- -max_total_time=4 -max_len=4096
-fuzz_build fuzz_study_cost src/gen/draft_study.c src/gen/draft.c &&
+fuzz_build fuzz_study_cost src/gen/draft_study.c src/gen/draft.c src/gen/spec_cost.c &&
     fuzz_run fuzz_study_cost "$c" -- -max_total_time=4 -max_len=256
