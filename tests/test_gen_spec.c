@@ -155,6 +155,31 @@ TEST(choice_rule_picks_the_most_tokens_per_cost) {
     CHECK(k3_draft_choose(keep, 2, half) == 1, "a draft sure to miss is not sent");
 }
 
+/* A fresh drafter (its chances still its priors) whose one draft pays only
+ * if kept 7 times in 10: sent when the two earlier places of the 3-gram go
+ * on alike, not when they differ, nor when the 3-gram occurred once. */
+static int first_choice(const int32_t *tok, int n) {
+    double cost[K3_DRAFT_MAX + 1];
+    cost[0] = 1, cost[1] = 1.7;
+    for (int k = 2; k <= K3_DRAFT_MAX; k++) cost[k] = 100;
+    k3_drafter *d = k3_drafter_new(1);
+    k3_drafter_set_cost(d, cost);
+    for (int i = 0; i < n; i++) k3_drafter_push(d, tok[i]);
+    int32_t out[K3_DRAFT_MAX];
+    int k = k3_drafter_propose(d, out);
+    k3_drafter_free(d);
+    return k;
+}
+
+TEST(earlier_places_that_agree_make_a_draft_worth_sending) {
+    const int32_t agree[] = {1, 2, 3, 9, 50, 1, 2, 3, 9, 60, 1, 2, 3};
+    const int32_t split[] = {1, 2, 3, 9, 50, 1, 2, 3, 8, 60, 1, 2, 3};
+    const int32_t once[] = {1, 2, 3, 9, 60, 1, 2, 3};
+    CHECK(first_choice(agree, 13) == 1, "two places agree on 9: k %d", first_choice(agree, 13));
+    CHECK(first_choice(split, 13) == 0, "9 or 8: k %d", first_choice(split, 13));
+    CHECK(first_choice(once, 8) == 0, "one place: k %d", first_choice(once, 8));
+}
+
 /* Push tokens gen(0..n), proposing after each; the verify steps (k > 0)
  * from step `from` on, and the last k. */
 static int steps_drafting(k3_drafter *d, int32_t (*gen)(int), int n, int from, int *last) {
@@ -296,6 +321,7 @@ int main(void) {
     RUN(index_is_linear_on_adversarial_input);
     RUN(choice_rule_picks_the_most_tokens_per_cost);
     RUN(the_chosen_k_follows_the_cost_table_and_the_history);
+    RUN(earlier_places_that_agree_make_a_draft_worth_sending);
     RUN(sampling_rule_keeps_the_target_distribution);
     RUN(sampling_rule_takes_a_sure_draft_and_never_an_impossible_one);
     return t_done();

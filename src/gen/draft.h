@@ -25,7 +25,8 @@
  * drafter sends the k with the most, and none (a plain step) when no k
  * beats a plain step's 1. The chance that the first i drafts are all kept
  * is the product of each one's chance, estimated per sequence from how
- * often drafts behind a match of the same length were kept lately. Every
+ * often drafts behind a match of the same length, whose other earlier
+ * places agreed alike (all, some, or there were none), were kept lately. Every
  * proposal's candidates are scored against the tokens that follow, sent or
  * not, so the estimate keeps learning while the drafter decodes plainly,
  * and a copy that starts to agree is drafted again without probes. */
