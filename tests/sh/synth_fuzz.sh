@@ -21,7 +21,8 @@ printf '\001--thinking\000off\000--seed\00012\000--verbose' >"$seeds/opts/b"
 # the llama-cli / mlx_lm spellings, -m with a directory, bounds
 printf '\000-n\0004\000-c\00016\000-s\0003\000-t\0001\000-f\000/dev/null\000--system-prompt\000s' >"$seeds/opts/c"
 printf '\000-m\000/tmp\000--repeat-penalty\0001.1\000--repeat-last-n\00070000\000--ignore-chat-template' >"$seeds/opts/d"
+printf '\000--spec-cost\0001.5,2,2.5e0\000--spec-max\0003\000--spec-cost\0001,,x' >"$seeds/opts/e"
 fuzz_build fuzz_synth_config src/gen/synth_config.c src/io/config.c &&
     fuzz_run fuzz_synth_config "$seeds/cfg" -- -runs=3000 -max_len=4096
-fuzz_build fuzz_gen_opts src/gen/gen_opts.c src/gen/sampler.c src/model/cache_type.c &&
+fuzz_build fuzz_gen_opts src/gen/gen_opts.c src/gen/sampler.c src/gen/spec_cost.c src/model/cache_type.c &&
     fuzz_run fuzz_gen_opts "$seeds/opts" -- -runs=3000 -max_len=4096
