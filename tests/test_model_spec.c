@@ -27,11 +27,8 @@
 #include "gen/generate.h"
 #include "gen/spec.h"
 #include "k3.h"
-#include "kernels/runtime.h"
 #include "t.h"
 #include "text/tokenizer.h"
-
-#include <string.h>
 
 enum { K = 6, NP = 20, AFTER = 8 };
 
@@ -103,12 +100,6 @@ static void rollback(k3_model *m, const char *dir) {
         worst = d > worst ? d : worst;
     }
     CHECK(worst_row <= 1e-5, "%s: verify rows differ from plain by %g", dir, worst_row);
-    /* bf16 weights under AVX-512: one token's products run the few-token
-     * tile as a verify pass's rows do, so a row's logits and the state after
-     * a rollback are bitwise those of plain decoding (batch invariance). */
-    if (strstr(dir, "tiny-bf16") && k3_kernels_active() == K3_KERNELS_AVX512)
-        CHECK(worst_row == 0 && worst == 0, "%s: verify rows %g, after rollback %g, not bitwise",
-              dir, worst_row, worst);
     printf("  %s: next 8 steps after rollback vs one pass of the kept rows %.3g, vs token-by-token "
            "decoding %.3g; verify rows vs decoding %.3g (relative)\n",
            dir, worst_pass, worst, worst_row);

@@ -200,7 +200,7 @@ void k3_matmul_few_bf16_rows(const k3_wmat *W, int64_t r0, int64_t r1, const flo
 }
 
 int k3_bf16_few_supports(const k3_wmat *W) {
-    return W->fmt == K3_W_BF16 && k3_cpu_has_avx512();
+    return W->fmt == K3_W_BF16 && W->cols >= K3_BF16_FEW_MIN_COLS && k3_cpu_has_avx512();
 }
 
 /* k3_parallel_rows worker: c->xp is the prepared (de-interleaved) activation. */

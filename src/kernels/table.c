@@ -41,7 +41,8 @@ static const k3_few_rows_kernel few_avx512 = {k3_few_avx512_prepare, k3_few_avx5
     }
 
 /* The AVX-512 family: the AVX2 decode kernels where no AVX-512 one measured
- * faster (f32, f16); bf16 decodes through the few-token tile at T = 1 (on
+ * faster (f32, f16); bf16 rows of 1024+ columns decode through the
+ * few-token tile at T = 1 (on
  * Zen 4 one core read 16384 x 7168 from memory at 24 GB/s that way against
  * 11 through the AVX2 row dots, and 1.3-3x faster at every dense shape
  * measured: bench/RESULTS.md); the int8-activation path first where it is
