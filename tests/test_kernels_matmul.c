@@ -792,6 +792,40 @@ TEST(few_bf16_avx512) {
     k3_kernels_set_mode(K3_KERNELS_AUTO);
 }
 
+/* bf16 decode under AVX-512 on rows of K3_BF16_FEW_MIN_COLS columns and
+ * more runs the few-token tile at T = 1, so a token's product is bitwise its
+ * row of a 2..16-token product (a decode step and a verify pass agree), on
+ * any thread count; below that width the row dots run (and may differ). */
+TEST(bf16_decode_bitwise_few_tokens) {
+    if (!k3_cpu_has_avx512()) return;
+    k3_kernels_set_mode(K3_KERNELS_AVX512);
+    const int64_t Ks[] = {K3_BF16_FEW_MIN_COLS, K3_BF16_FEW_MIN_COLS + 1, 2080, 7168, 8225};
+    const int64_t Rs[] = {37, 16, 70, 33, 21};
+    for (int i = 0; i < 5; i++) {
+        owned_mat m = make_mat(K3_W_BF16, Rs[i], Ks[i], 0, 0, K3_W_F32);
+        const int64_t R = Rs[i], K = Ks[i], T = 9;
+        float *X = malloc(sizeof(float) * (size_t)(T * K)),
+              *Y = malloc(sizeof(float) * (size_t)(T * R));
+        float *y = malloc(sizeof(float) * (size_t)R), *y1 = malloc(sizeof(float) * (size_t)R);
+        for (int64_t j = 0; j < T * K; j++) X[j] = (float)t_rand();
+        CHECK(k3_bf16_few_supports(&m.w));
+        k3_matmul(&m.w, X, T, Y);
+        for (int64_t t = 0; t < T; t++) {
+            k3_matvec(&m.w, X + t * K, y);
+            k3_matvec_serial(&m.w, X + t * K, y1);
+            CHECK(memcmp(y, Y + t * R, sizeof(float) * (size_t)R) == 0, "K %lld token %lld",
+                  (long long)K, (long long)t);
+            CHECK(memcmp(y, y1, sizeof(float) * (size_t)R) == 0);
+        }
+        free(X), free(Y), free(y), free(y1);
+        free_mat(&m);
+    }
+    owned_mat n = make_mat(K3_W_BF16, 8, K3_BF16_FEW_MIN_COLS - 1, 0, 0, K3_W_F32);
+    CHECK(!k3_bf16_few_supports(&n.w));
+    free_mat(&n);
+    k3_kernels_set_mode(K3_KERNELS_AUTO);
+}
+
 /* The AVX2-only family (what CI machines without AVX-512 run), forced. */
 TEST(avx2_only_mode) {
     k3_kernels_set_mode(K3_KERNELS_AVX2);
@@ -829,6 +863,7 @@ int main(void) {
     if (k3_cpu_has_avx512()) RUN(matmul_tok_avx512_bitwise_avx2);
     if (k3_cpu_has_avx512()) RUN(few_avx512_rows);
     if (k3_cpu_has_avx512()) RUN(few_bf16_avx512);
+    if (k3_cpu_has_avx512()) RUN(bf16_decode_bitwise_few_tokens);
     printf("  (%d products compared)\n", n_compared);
     return t_done();
 }

@@ -68,6 +68,20 @@ void k3_few_avx512_prepare_into(const k3_wmat *W, const float *X, int64_t T, flo
 const float *k3_few_bf16_prepare(const k3_wmat *W, const float *X, int64_t T);
 int64_t k3_few_bf16_prepared_floats(const k3_wmat *W, int64_t T);
 void k3_few_bf16_prepare_into(const k3_wmat *W, const float *X, int64_t T, float *xd);
+/* k3_matvec of a bf16 W (of K3_BF16_FEW_MIN_COLS columns or more) through
+ * the few-token tile (T = 1): bitwise the row
+ * of k3_matmul_few for any T, so a decode step and a verify pass give a
+ * token the same dense products; threads split the rows in 16-row blocks
+ * (k3_parallel_rows), which changes no bit. On Zen 4 one core streamed
+ * 16384 x 7168 from memory at 24 GB/s this way against 11 GB/s through the
+ * AVX2 row dots (bench/kmicro.c). */
+void k3_matvec_bf16_few_avx512(const k3_wmat *W, const float *x, float *y);
+/* Rows of at least this many columns: on narrower ones (the bench preset's
+ * 256-column expert down rows) the tile's per-16-row sums cost more than the
+ * row dots (512 x 256 from L2: 27-30 against 42 GB/s; the bench preset's
+ * decode ran 0.72x with every bf16 row on the tile, 1.07x with this bound). */
+#define K3_BF16_FEW_MIN_COLS 1024
+int k3_bf16_few_supports(const k3_wmat *W);
 void k3_matmul_few_bf16_rows(const k3_wmat *W, int64_t r0, int64_t r1, const float *xd, int64_t T,
                              float *Y);
 

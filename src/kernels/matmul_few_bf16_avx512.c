@@ -21,6 +21,7 @@
  * does not depend on T, the tile, the row range or the threads; it differs
  * from the one-token matvec and the panel tile in rounding only. */
 #include "kernels/avx2.h"
+#include "kernels/runtime.h"
 #include "kernels/avx512.h"
 #include "kernels/scratch.h"
 
@@ -196,4 +197,24 @@ void k3_matmul_few_bf16_rows(const k3_wmat *W, int64_t r0, int64_t r1, const flo
             t += tb;
         }
     }
+}
+
+int k3_bf16_few_supports(const k3_wmat *W) {
+    return W->fmt == K3_W_BF16 && W->cols >= K3_BF16_FEW_MIN_COLS && k3_cpu_has_avx512();
+}
+
+/* k3_parallel_rows worker: c->xp is the prepared (de-interleaved) activation. */
+static void matvec_rows(const k3_rows_ctx *c, int64_t r0, int64_t r1) {
+    k3_matmul_few_bf16_rows(c->W, r0, r1, c->xp, 1, c->y);
+}
+
+/* The work-stealing loops call this once per claim of a few rows, so the
+ * de-interleaved x is kept across their claims (scratch.h k3_prep_buf). */
+void k3_matvec_bf16_few_avx512(const k3_wmat *W, const float *x, float *y) {
+    int ready;
+    float *xp = k3_prep_buf(K3_PREP_BF16_FEW, x, k3_prep_shape(W->cols, 0, 0, 0),
+                            sizeof(float) * (size_t)k3_few_bf16_prepared_floats(W, 1), &ready);
+    if (!ready) k3_few_bf16_prepare_into(W, x, 1, xp);
+    k3_rows_ctx c = {W, x, xp, NULL, y};
+    k3_parallel_rows(&c, matvec_rows);
 }

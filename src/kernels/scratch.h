@@ -49,7 +49,8 @@ enum { /* one per layout: the AVX2 and AVX-512 kernels permute differently */
        K3_PREP_I8_BLOCKS,
        K3_PREP_AVX2_PLANES,
        K3_PREP_AVX2_XSUM,
-       K3_PREP_AVX2_MXFP4
+       K3_PREP_AVX2_MXFP4,
+       K3_PREP_BF16_FEW
 };
 
 void k3_prep_open(void);
