@@ -18,6 +18,7 @@
 #include "cli/bench_draft.h"
 #include "cli/bench_json.h"
 #include "gen/replay.h"
+#include "gen/spec.h"
 #include "gen/replay_file.h"
 #include "k3.h"
 #include "text/tokenizer.h"
@@ -233,11 +234,11 @@ static int run_cost(const replay_args *a, k3_model *m, replay_line *L) {
     size_t np = L ? L[0].np : 64;
     double cost[17], cpu[17];
     if (k3_replay_verify_cost(m, p, np, (int)a->verify_k, (int)a->rounds, cost, cpu)) return -1;
-    double b1 = k3_replay_step_bytes(m, 1);
+    double b1 = k3_spec_step_bytes(m, 1);
     if (!a->json)
         printf("k   verify/plain (wall)  (CPU)  expert-union bytes/plain (uniform routing)\n");
     for (int k = 1; k <= a->verify_k; k++) {
-        double b = k3_replay_step_bytes(m, k + 1) / b1;
+        double b = k3_spec_step_bytes(m, k + 1) / b1;
         if (a->json)
             k3_bench_json_print(json_pack(
                 "{s:o, s:i, s:i, s:o, s:o, s:o, s:o}", "model", k3_bench_json_text(a->model),

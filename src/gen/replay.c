@@ -173,12 +173,3 @@ double k3_replay_routed_bytes(const k3_model *m) {
     k3_model_get_info(m, &in);
     return (double)in.expert_bytes * in.experts_per_token;
 }
-
-double k3_replay_step_bytes(const k3_model *m, int t) {
-    k3_model_info in;
-    k3_model_get_info(m, &in);
-    double E = in.experts, k = in.experts_per_token, expert = (double)in.expert_bytes;
-    double dense = (double)k3_model_active_bytes(m) - expert * k;
-    double uni = E > 0 ? E * (1 - pow(1 - k / E, t)) : 0;
-    return dense + expert * uni;
-}

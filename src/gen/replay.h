@@ -61,10 +61,6 @@ int k3_replay_line_run(k3_model *m, const int32_t *prompt, size_t np, const int3
 int k3_replay_verify_cost(k3_model *m, const int32_t *prompt, size_t np, int kmax, int rounds,
                           double *cost, double *cpu);
 
-/* Bytes of weights a step of t tokens reads when each token picks top_k of
- * the routed experts uniformly and independently (the expected union), and
- * those one token reads. */
-double k3_replay_step_bytes(const k3_model *m, int t);
 /* Of the bytes one token reads, those of its routed experts. */
 double k3_replay_routed_bytes(const k3_model *m);
 

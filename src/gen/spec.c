@@ -3,8 +3,8 @@
 
 #include "base/err.h"
 #include "base/mem.h"
-#include "gen/replay.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 k3_spec *k3_spec_new(int kmax, int vocab) {
@@ -29,10 +29,10 @@ void k3_spec_set_cost(k3_spec *sp, const double *cost) {
 }
 
 void k3_spec_cost_default(const k3_model *m, double *cost) {
-    double plain = k3_replay_step_bytes(m, 1);
+    double plain = k3_spec_step_bytes(m, 1);
     cost[0] = 1;
     for (int k = 1; k <= K3_DRAFT_MAX; k++)
-        cost[k] = k3_replay_step_bytes(m, 1 + k) / plain + K3_SPEC_STEP_COST + K3_SPEC_ROW_COST * k;
+        cost[k] = k3_spec_step_bytes(m, 1 + k) / plain + K3_SPEC_STEP_COST + K3_SPEC_ROW_COST * k;
 }
 
 void k3_spec_push(k3_spec *sp, int32_t id) {
@@ -118,4 +118,13 @@ int32_t k3_spec_sample(k3_sampler *smp, const float *logits, int32_t x, double *
         if (u < cum) return i;
     }
     return last; /* u beyond the rounded total: the last candidate */
+}
+
+double k3_spec_step_bytes(const k3_model *m, int t) {
+    k3_model_info in;
+    k3_model_get_info(m, &in);
+    double E = in.experts, k = in.experts_per_token, expert = (double)in.expert_bytes;
+    double dense = (double)k3_model_active_bytes(m) - expert * k;
+    double uni = E > 0 ? E * (1 - pow(1 - k / E, t)) : 0;
+    return dense + expert * uni;
 }

@@ -52,7 +52,7 @@ void k3_spec_set_cost(k3_spec *sp, const double *cost);
 
 /* A model's default cost table, deterministic (never timed): a verify step
  * of k drafts reads the weights of its 1 + k tokens (the dense ones once,
- * the union of the routed experts they pick: k3_replay_step_bytes, over a
+ * the union of the routed experts they pick: k3_spec_step_bytes, over a
  * plain step's), plus K3_SPEC_STEP_COST of a plain step for taking the
  * verify path at all and K3_SPEC_ROW_COST per draft for the rows' compute.
  * Both constants are the bench preset's at 1 thread on this VM
@@ -65,6 +65,9 @@ void k3_spec_set_cost(k3_spec *sp, const double *cost);
 #define K3_SPEC_STEP_COST 0.4
 #define K3_SPEC_ROW_COST 0.3
 void k3_spec_cost_default(const k3_model *m, double *cost);
+/* Bytes of weights a step of t tokens reads when each token picks top_k of
+ * the routed experts uniformly and independently (the expected union). */
+double k3_spec_step_bytes(const k3_model *m, int t);
 
 /* A token of the sequence's context (prompt, and the first sampled token). */
 void k3_spec_push(k3_spec *sp, int32_t id);
