@@ -7,7 +7,7 @@
  *
  *     cc -O2 -fopenmp -Iinclude -Isrc bench/kmicro.c build/libk3.a -lm -o build/kmicro
  *     build/kmicro 512 4096 1 4      # R K T bits
- *     K3_KMICRO_FEW=1 build/kmicro 256 512 6 0   # k3_matmul_few instead
+ *     K3_KMICRO_FEW=1 build/kmicro 256 512 6 0   # k3_matmul_few instead (T = 1 too)
  *     K3_KMICRO_NB=8 build/kmicro 512 256 1 104  # k3_matvec_colblocks_serial, 8 blocks
  *     K3_KMICRO_INNER=100 build/kmicro 256 512 1 4  # 100 calls per clock reading
  */
@@ -70,7 +70,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < inner; i++) {
             if (T == 1 && nb > 1)
                 k3_matvec_colblocks_serial(&w, nb, xb, yb);
-            else if (T == 1)
+            else if (T == 1 && !getenv("K3_KMICRO_FEW"))
                 k3_matvec(&w, X, Y);
             else if (getenv("K3_KMICRO_FEW")) /* the few-token row-dot kernel */
                 k3_matmul_few(&w, X, T, Y);
