@@ -9,7 +9,7 @@
 #include "base/mem.h"
 #include "gen/builtin.h"
 #include "gen/gen_opts.h"
-#include "gen/spec_cost.h"
+#include "gen/spec.h"
 #include "kernels/kernels.h"
 #include "model/plan.h"
 #include "serve/guard.h"
@@ -431,7 +431,12 @@ int cmd_serve(int argc, char **argv) {
         return 1;
     }
     e.spec_max = m.spec ? m.spec_max : 0;
-    e.spec_cost = m.has_spec_cost ? m.spec_cost : NULL;
+    /* The model's cost of a verify item alone. In a batch the rows share the
+     * weight reads with the other jobs' items, so a draft costs less there
+     * than this says: the choice errs toward plain steps, never toward drafts
+     * that lose. */
+    if (!m.has_spec_cost) k3_spec_cost_default(e.model, m.spec_cost);
+    e.spec_cost = m.spec_cost;
     if (o.ctx_size > 0 && k3_seq_plan_check(e.model, o.ctx_size, o.cache_budget, 0)) {
         fprintf(stderr, "k3 serve: %s\n", k3_errmsg());
         serve_engine_close(&e);

@@ -189,9 +189,7 @@ int k3_generate(k3_model *m, k3_seq *s, const k3_tokenizer *tok, const int32_t *
     g.V = V;
     g.spec = k3_spec_new(k3_model_can_speculate(m) ? p->spec_max : 0, V); /* else plain */
     g.spec->reject_at = p->spec_reject_at - 1;
-    double cost[K3_DRAFT_MAX + 1];
-    if (!p->spec_cost) k3_spec_cost_default(m, cost);
-    k3_spec_set_cost(g.spec, p->spec_cost ? p->spec_cost : cost);
+    k3_spec_set_cost(g.spec, m, p->spec_cost);
     g.probs = p->spec_max && p->sp.temp > 0 ? k3_xmalloc((size_t)V * sizeof *g.probs) : NULL;
     for (size_t i = 0; i < p->n_draft_context; i++) k3_spec_push(g.spec, p->draft_context[i]);
     for (size_t i = 0; i < n; i++) k3_spec_push(g.spec, prompt[i]);

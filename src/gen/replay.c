@@ -77,9 +77,7 @@ int k3_replay_pass_run(k3_model *m, const k3_seq *start, const int32_t *prompt, 
     int V = k3_model_vocab(m);
     k3_seq *s = k3_seq_clone(start);
     k3_spec *sp = k3_spec_new(spec_max, V);
-    double own[K3_DRAFT_MAX + 1];
-    if (!cost) k3_spec_cost_default(m, own);
-    k3_spec_set_cost(sp, cost ? cost : own);
+    k3_spec_set_cost(sp, m, cost);
     for (size_t i = 0; i < np; i++) k3_spec_push(sp, prompt[i]);
     k3_spec_push(sp, answer[0]); /* the first token comes from the prefill's logits */
     forced f = {answer, na, 1, digest, 0xcbf29ce484222325ull, sizeof(float) * (size_t)V};

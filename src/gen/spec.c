@@ -24,15 +24,28 @@ void k3_spec_free(k3_spec *sp) {
     free(sp);
 }
 
-void k3_spec_set_cost(k3_spec *sp, const double *cost) {
-    if (sp->d) k3_drafter_set_cost(sp->d, cost);
+void k3_spec_set_cost(k3_spec *sp, const k3_model *m, const double *cost) {
+    if (!sp->d) return;
+    double own[K3_DRAFT_MAX + 1];
+    if (!cost) k3_spec_cost_default(m, own);
+    k3_drafter_set_cost(sp->d, cost ? cost : own);
+}
+
+/* Bytes a step of t tokens reads, given what m's info says of its experts. */
+static double step_bytes(const k3_model *m, const k3_model_info *in, int t) {
+    double E = in->experts, k = in->experts_per_token, expert = (double)in->expert_bytes;
+    double dense = (double)k3_model_active_bytes(m) - expert * k;
+    double uni = E > 0 ? E * (1 - pow(1 - k / E, t)) : 0;
+    return dense + expert * uni;
 }
 
 void k3_spec_cost_default(const k3_model *m, double *cost) {
-    double plain = k3_spec_step_bytes(m, 1);
+    k3_model_info in;
+    k3_model_get_info(m, &in);
+    double plain = step_bytes(m, &in, 1);
     cost[0] = 1;
     for (int k = 1; k <= K3_DRAFT_MAX; k++)
-        cost[k] = k3_spec_step_bytes(m, 1 + k) / plain + K3_SPEC_STEP_COST + K3_SPEC_ROW_COST * k;
+        cost[k] = step_bytes(m, &in, 1 + k) / plain + K3_SPEC_STEP_COST + K3_SPEC_ROW_COST * k;
 }
 
 void k3_spec_push(k3_spec *sp, int32_t id) {
@@ -123,8 +136,5 @@ int32_t k3_spec_sample(k3_sampler *smp, const float *logits, int32_t x, double *
 double k3_spec_step_bytes(const k3_model *m, int t) {
     k3_model_info in;
     k3_model_get_info(m, &in);
-    double E = in.experts, k = in.experts_per_token, expert = (double)in.expert_bytes;
-    double dense = (double)k3_model_active_bytes(m) - expert * k;
-    double uni = E > 0 ? E * (1 - pow(1 - k / E, t)) : 0;
-    return dense + expert * uni;
+    return step_bytes(m, &in, t);
 }

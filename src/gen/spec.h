@@ -47,8 +47,8 @@ typedef struct k3_spec {
 k3_spec *k3_spec_new(int kmax, int vocab);
 void k3_spec_free(k3_spec *sp);
 /* The verify costs the drafter weighs (k3_drafter_set_cost): cost[k] for
- * k = 0..K3_DRAFT_MAX in plain steps; NULL: the drafter's default. */
-void k3_spec_set_cost(k3_spec *sp, const double *cost);
+ * k = 0..K3_DRAFT_MAX in plain steps; NULL: m's (k3_spec_cost_default). */
+void k3_spec_set_cost(k3_spec *sp, const k3_model *m, const double *cost);
 
 /* A model's default cost table, deterministic (never timed): a verify step
  * of k drafts reads the weights of its 1 + k tokens (the dense ones once,

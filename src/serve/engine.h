@@ -28,7 +28,9 @@ typedef struct serve_engine {
     struct k3_vtrie *vtrie;  /* vocabulary trie for structured output (NULL: no XTML tokens) */
     int threads;             /* OpenMP threads for the model (0: the OpenMP default) */
     int spec_max;            /* drafts per decode step (--spec-max; 0: --spec off) */
-    const double *spec_cost; /* --spec-cost table [0..K3_DRAFT_MAX] (NULL: the model's) */
+    const double *spec_cost; /* the drafters' verify costs [0..K3_DRAFT_MAX]: --spec-cost's
+                                table or the model's (k3_spec_cost_default), set at start;
+                                NULL: the drafter's built-in table */
 } serve_engine;
 
 /* Load dir. name NULL: the directory's base name. threads 0: OpenMP default.

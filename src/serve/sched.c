@@ -165,7 +165,7 @@ static int job_start(serve_sched *s, serve_job *j, k3_buf *b) {
     j->usage.cached_tokens = (int)matched;
     j->usage.prompt_tokens = (int)j->n_prompt;
     set_marks(s, j, matched);
-    serve_spec_start(j, serve_spec_kmax(&j->req, s->eng->spec_max, s->eng->model), s->eng->model,
+    serve_spec_start(j, serve_spec_kmax(&j->req, s->eng->spec_max, s->eng->model),
                      s->eng->spec_cost);
     serve_output_begin(&j->output, b);
     return 0;

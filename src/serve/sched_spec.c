@@ -31,18 +31,12 @@ int serve_spec_kmax(const serve_req *q, int server_kmax, const k3_model *m) {
     return server_kmax;
 }
 
-void serve_spec_start(serve_job *j, int kmax, const k3_model *m, const double *table) {
+void serve_spec_start(serve_job *j, int kmax, const double *cost) {
     if (kmax <= 0) return;
     serve_spec *sp = k3_xcalloc(1, sizeof *sp);
     sp->kmax = kmax > K3_DRAFT_MAX ? K3_DRAFT_MAX : kmax;
     sp->d = k3_drafter_new(sp->kmax);
-    /* The model's cost of a verify item alone. In a batch the rows share the
-     * weight reads with the other jobs' items, so a draft costs less there
-     * than this says: the choice errs toward plain steps, never toward
-     * drafts that lose. */
-    double cost[K3_DRAFT_MAX + 1];
-    if (!table) k3_spec_cost_default(m, cost);
-    k3_drafter_set_cost(sp->d, table ? table : cost);
+    k3_drafter_set_cost(sp->d, cost);
     sp->x = -1; /* the buffers come with the first drafts: many requests never draft */
     j->spec = sp;
 }

@@ -44,8 +44,9 @@ typedef struct {
 int serve_spec_kmax(const serve_req *q, int server_kmax, const k3_model *m);
 
 /* Start speculation for a job (kmax 0: none); the job then has j->spec,
- * whose drafter weighs the model's default verify costs. */
-void serve_spec_start(serve_job *j, int kmax, const k3_model *m, const double *cost);
+ * whose drafter weighs the verify costs cost[0..K3_DRAFT_MAX] (the engine's
+ * spec_cost). */
+void serve_spec_start(serve_job *j, int kmax, const double *cost);
 /* Free the job's speculation state (job_finish). */
 void serve_spec_end(serve_job *j);
 
