@@ -245,15 +245,10 @@ static void tile_ref(const k3_mla_tile_args *a) {
 }
 
 /* One batch of rows: its tasks, then its rows' merges, on the threads or
- * (par = 0) in order on this one. */
+ * (par = 0) on this one. */
 static void run_batch(const tile_batch *b, int par) {
     int64_t ntask = b->p->nsplit * b->nchunk;
-    if (!par) {
-        for (int64_t k = 0; k < ntask; k++) run_task(b, k);
-        for (int64_t i = b->b0; i < b->b0 + b->nb; i++) merge_row(b, i);
-        return;
-    }
-#pragma omp parallel
+#pragma omp parallel if (par)
     {
 #pragma omp for schedule(dynamic, 1)
         for (int64_t k = 0; k < ntask; k++) run_task(b, k);
@@ -275,12 +270,8 @@ void k3_mla_tile(const k3_mla_tile_args *a, float *scratch, int ref) {
     tile_plan p = make_plan(a);
     float *qt = scratch + p.nsplit * p.brows * p.ld;
     int par = k3_par_worth(p.nsplit * cdiv(p.nrows, p.crows) > 1 && p.nrows * a->n >= 8192);
-    if (par) {
-#pragma omp parallel for schedule(static)
-        for (int64_t gi = 0; gi < p.ngroup; gi++) transpose_group(a, &p, qt, gi);
-    } else {
-        for (int64_t gi = 0; gi < p.ngroup; gi++) transpose_group(a, &p, qt, gi);
-    }
+#pragma omp parallel for schedule(static) if (par)
+    for (int64_t gi = 0; gi < p.ngroup; gi++) transpose_group(a, &p, qt, gi);
     for (int64_t b0 = 0; b0 < p.nrows; b0 += p.brows) {
         tile_batch b = {.a = a, .p = &p, .part = scratch, .qt = qt, .b0 = b0, .fn = fn};
         b.nb = min64(p.brows, p.nrows - b0);
