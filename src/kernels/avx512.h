@@ -81,6 +81,9 @@ void k3_matvec_bf16_few_avx512(const k3_wmat *W, const float *x, float *y);
  * row dots (512 x 256 from L2: 27-30 against 42 GB/s; the bench preset's
  * decode ran 0.72x with every bf16 row on the tile, 1.07x with this bound). */
 #define K3_BF16_FEW_MIN_COLS 1024
+/* 1 if k3_matvec_bf16_few_avx512 takes W: bf16 of K3_BF16_FEW_MIN_COLS
+ * columns or more (the AVX-512 float row of table.c asks it for f32 and f16
+ * too, which keep the row dots). */
 int k3_bf16_few_supports(const k3_wmat *W);
 void k3_matmul_few_bf16_rows(const k3_wmat *W, int64_t r0, int64_t r1, const float *xd, int64_t T,
                              float *Y);

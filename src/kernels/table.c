@@ -41,17 +41,19 @@ static const k3_few_rows_kernel few_avx512 = {k3_few_avx512_prepare, k3_few_avx5
     }
 
 /* The AVX-512 family: the AVX2 decode kernels where no AVX-512 one measured
- * faster (f32, f16); bf16 rows of 1024+ columns decode through the
- * few-token tile at T = 1 (on
- * Zen 4 one core read 16384 x 7168 from memory at 24 GB/s that way against
- * 11 through the AVX2 row dots, and 1.3-3x faster at every dense shape
- * measured: bench/RESULTS.md); the int8-activation path first where it is
- * on (matvec_i8.h). */
+ * faster (f32, f16); bf16 rows of 1024+ columns decode through the few-token
+ * tile at T = 1 (on Zen 4 one core read 16384 x 7168 from memory at 24 GB/s
+ * that way against 11 through the AVX2 row dots, and 1.3-3x faster at every
+ * dense shape measured: bench/RESULTS.md), their column blocks block by
+ * block through it (the tile has no all-blocks form); the int8-activation
+ * path first where it is on (matvec_i8.h). */
 #define AVX512_FLOAT                                                                               \
     {                                                                                              \
-        .takes = k3_avx2_supports, .matvec = {{NULL, k3_matvec_avx2}},                             \
-        .colblocks = {{NULL, float_colblocks}}, .matmul = k3_matmul_avx512,                        \
-        .few = k3_matmul_few_avx512, .few_tokens = 16, .few_rows = &few_avx512                     \
+        .takes = k3_avx2_supports,                                                                 \
+        .matvec = {{k3_bf16_few_supports, k3_matvec_bf16_few_avx512}, {NULL, k3_matvec_avx2}},     \
+        .colblocks = {{k3_bf16_few_supports, NULL}, {NULL, float_colblocks}},                      \
+        .matmul = k3_matmul_avx512, .few = k3_matmul_few_avx512, .few_tokens = 16,                 \
+        .few_rows = &few_avx512                                                                    \
     }
 
 typedef struct {
@@ -61,16 +63,7 @@ typedef struct {
 static const format_row rows[] = {
     [K3_W_F32] = {AVX2_FLOAT, AVX512_FLOAT},
     [K3_W_F16] = {AVX2_FLOAT, AVX512_FLOAT},
-    [K3_W_BF16] = {AVX2_FLOAT,
-                   {.takes = k3_avx2_supports,
-                    .matvec = {{k3_bf16_few_supports, k3_matvec_bf16_few_avx512},
-                               {NULL, k3_matvec_avx2}},
-                    /* no all-blocks kernel for the tile: block by block through the matvec */
-                    .colblocks = {{k3_bf16_few_supports, NULL}, {NULL, float_colblocks}},
-                    .matmul = k3_matmul_avx512,
-                    .few = k3_matmul_few_avx512,
-                    .few_tokens = 16,
-                    .few_rows = &few_avx512}},
+    [K3_W_BF16] = {AVX2_FLOAT, AVX512_FLOAT},
     [K3_W_MXFP4] = {AVX2_QUANT,
                     {.takes = k3_avx2_supports,
                      .matvec = {{k3_i8_supports, k3_matvec_i8},
