@@ -28,6 +28,7 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <dirent.h>
 #include <sys/resource.h>
@@ -141,14 +142,13 @@ static void usage_now(double *cpu, double *sys, uint64_t *majflt) {
 /* Thread counts go to omp_set_num_threads (an int); more than this is a typo. */
 #define MAX_THREADS 4096
 
-static int parse_int(const char *s, const char *opt, long lo, long *out) {
+/* An integer lo..hi (hi LONG_MAX: no upper bound) for option opt. */
+static int parse_int(const char *s, const char *opt, long lo, long hi, long *out) {
     char *end;
     long v = strtol(s, &end, 10);
-    int threads = strstr(opt, "threads") != NULL;
-    if (!*s || *end || v < lo || (threads && v > MAX_THREADS)) {
-        if (threads)
-            fprintf(stderr, "k3 bench: %s expects an integer %ld..%d, got '%s'\n", opt, lo,
-                    MAX_THREADS, s);
+    if (!*s || *end || v < lo || v > hi) {
+        if (hi < LONG_MAX)
+            fprintf(stderr, "k3 bench: %s expects an integer %ld..%ld, got '%s'\n", opt, lo, hi, s);
         else
             fprintf(stderr, "k3 bench: %s expects an integer >= %ld, got '%s'\n", opt, lo, s);
         return -1;
@@ -218,7 +218,10 @@ static int parse_args(int argc, char **argv, bench_args *a) {
                 return -1;
             }
         } else if (iv && i + 1 < argc) {
-            if (parse_int(argv[++i], o, iv == &a->depth ? 0 : 1, iv) < 0) return -1;
+            int threads = !strcmp(o, "--threads") || iv == &a->fill_threads;
+            if (parse_int(argv[++i], o, iv == &a->depth ? 0 : 1, threads ? MAX_THREADS : LONG_MAX,
+                          iv) < 0)
+                return -1;
             if (!strcmp(o, "--threads")) a->threads = (int)*iv;
         } else if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
             bench_usage(stdout);
@@ -254,14 +257,14 @@ static int run_kernels(const bench_args *a) {
     uint64_t mv = a->quick ? (8u << 20) : (256u << 20);
     int64_t mr = a->quick ? 256 : 2048, mc = a->quick ? 1024 : 4096;
     int reps = a->quick ? 3 : 5;
-    if (!a->json)
+    if (!a->json) {
         printf(
             "kernels %s, %d threads, matvec over ~%llu MiB of weights, matmul %lldx%lld x T=%ld\n",
             k3_kernels_name(), omp_get_max_threads(), (unsigned long long)(mv >> 20), (long long)mr,
             (long long)mc, a->T);
-    if (!a->json)
         printf("| format | matvec GB/s | matvec GB/s per core (CPU time) | matvec GFLOP/s | "
                "matmul GFLOP/s |\n|---|---:|---:|---:|---:|\n");
+    }
     for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++) {
         k3_kbench_row r;
         if (k3_kbench_format(fmts[i].fmt, fmts[i].bits, fmts[i].group, mv, mr, mc, a->T, reps, &r) <
