@@ -27,7 +27,7 @@ static void check(const char *arg, int rc, const k3_study_cost *c) {
         if (c->name[i] <= ' ' || c->name[i] > '~') abort();
     if (c->n < 1 || c->n > K3_DRAFT_MAX || c->c[0] != 1) abort();
     for (int k = 1; k <= c->n; k++)
-        if (!(c->c[k] >= K3_STUDY_COST_MIN && c->c[k] <= K3_STUDY_COST_MAX)) abort();
+        if (!(c->c[k] >= K3_SPEC_COST_MIN && c->c[k] <= K3_SPEC_COST_MAX)) abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -53,13 +53,9 @@ typedef struct {
     int n; /* c[1..n] given, 1 <= n <= K3_DRAFT_MAX */
 } k3_study_cost;
 
-/* Costs must lie in this range: beyond it the projections overflow or mean
- * nothing. */
-#define K3_STUDY_COST_MIN K3_SPEC_COST_MIN
-#define K3_STUDY_COST_MAX K3_SPEC_COST_MAX
-
 /* Parse "NAME=c1,c2,...,cn" (arg: any bytes, NUL-terminated): plain decimal
- * numbers, no spaces, no empty item. 0, or -1 + k3_errmsg quoting the part
+ * numbers in K3_SPEC_COST_MIN..K3_SPEC_COST_MAX (gen/spec_cost.h, the one
+ * parser of cost lists), no spaces, no empty item. 0, or -1 + k3_errmsg quoting the part
  * that is wrong. */
 int k3_study_cost_parse(const char *arg, k3_study_cost *out);
 
